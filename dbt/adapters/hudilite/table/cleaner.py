@@ -1,0 +1,36 @@
+"""The cleaner: delete file slices no retained instant can read.
+
+With `retain_commits = N`, the earliest retained instant E is the N-th newest completed
+instant. Every snapshot as of E or later must stay readable, so a file group keeps all its
+slices written at or after E, plus the newest slice written before E; a file group replaced
+at or before E is read by no retained snapshot and goes entirely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from .file_group import BaseFile, FileSystemView
+
+
+@dataclass
+class CleanPlan:
+    earliest_retained: Optional[str]
+    files_to_delete: List[BaseFile] = field(default_factory=list)
+
+
+def plan_clean(view: FileSystemView, completed: List[str], retain_commits: int) -> CleanPlan:
+    if retain_commits < 1:
+        raise ValueError("retain_commits must be at least 1")
+    if len(completed) <= retain_commits:
+        return CleanPlan(earliest_retained=completed[0] if completed else None)
+    earliest = completed[-retain_commits]
+    doomed: List[BaseFile] = []
+    for group in view.groups.values():
+        if group.replaced_at is not None and group.replaced_at <= earliest:
+            doomed.extend(group.slices)
+            continue
+        before = [s for s in group.slices if s.instant < earliest]
+        doomed.extend(before[:-1])
+    return CleanPlan(earliest_retained=earliest, files_to_delete=sorted(doomed, key=lambda f: f.path))

@@ -1,0 +1,95 @@
+"""Write stats and the commit metadata stored in a completed commit or replacecommit."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional
+
+SCHEMA_KEY = "schema"  # Avro, read by Hudi readers
+SPARK_SCHEMA_KEY = "hudilite.spark.schema"  # exact Spark types, read by hudilite
+
+INSERT = "INSERT"
+BULK_INSERT = "BULK_INSERT"
+UPSERT = "UPSERT"
+DELETE = "DELETE"
+INSERT_OVERWRITE = "INSERT_OVERWRITE"
+INSERT_OVERWRITE_TABLE = "INSERT_OVERWRITE_TABLE"
+
+
+@dataclass
+class WriteStat:
+    """One base file written by one task, in Hudi's HoodieWriteStat shape."""
+
+    fileId: str
+    path: str
+    partitionPath: str
+    prevCommit: Optional[str] = None
+    numWrites: int = 0
+    numInserts: int = 0
+    numUpdateWrites: int = 0
+    numDeletes: int = 0
+    totalWriteBytes: int = 0
+    fileSizeInBytes: int = 0
+    totalWriteErrors: int = 0
+
+    def to_json(self) -> dict:
+        # Hudi writes "null" for a file group's first slice.
+        body = asdict(self)
+        body["prevCommit"] = self.prevCommit or "null"
+        return body
+
+    @classmethod
+    def from_json(cls, body: dict) -> "WriteStat":
+        known = {k: body[k] for k in cls.__dataclass_fields__ if k in body}
+        if known.get("prevCommit") == "null":
+            known["prevCommit"] = None
+        return cls(**known)
+
+
+@dataclass
+class CommitMetadata:
+    operation: str
+    write_stats: List[WriteStat] = field(default_factory=list)
+    replaced_file_ids: Dict[str, List[str]] = field(default_factory=dict)
+    extra: Dict[str, str] = field(default_factory=dict)
+
+    def partition_to_write_stats(self) -> Dict[str, List[WriteStat]]:
+        out: Dict[str, List[WriteStat]] = {}
+        for stat in self.write_stats:
+            out.setdefault(stat.partitionPath, []).append(stat)
+        return out
+
+    @property
+    def num_writes(self) -> int:
+        return sum(s.numWrites for s in self.write_stats)
+
+    def to_json(self, is_replace: bool) -> str:
+        body = {
+            "partitionToWriteStats": {
+                p: [s.to_json() for s in stats] for p, stats in self.partition_to_write_stats().items()
+            },
+            "compacted": False,
+            "extraMetadata": dict(self.extra),
+            "operationType": self.operation,
+        }
+        if is_replace:
+            body["partitionToReplaceFileIds"] = {p: list(ids) for p, ids in self.replaced_file_ids.items()}
+        return json.dumps(body, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CommitMetadata":
+        if not text.strip():
+            return cls(operation="UNKNOWN")
+        body = json.loads(text)
+        stats = [
+            WriteStat.from_json(s)
+            for per_partition in (body.get("partitionToWriteStats") or {}).values()
+            for s in per_partition
+        ]
+        return cls(
+            operation=body.get("operationType") or "UNKNOWN",
+            write_stats=stats,
+            replaced_file_ids={p: list(ids) for p, ids in (body.get("partitionToReplaceFileIds") or {}).items()},
+            extra=dict(body.get("extraMetadata") or {}),
+        )

@@ -1,0 +1,162 @@
+"""`.hoodie/hoodie.properties`: the table's configuration, in java.util.Properties syntax."""
+
+from __future__ import annotations
+
+import binascii
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+TABLE_VERSION = "6"
+
+KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
+KEYGEN_COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
+KEYGEN_NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+
+
+def escape(text: str, is_key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch in "\\:=#!":
+            out.append("\\" + ch)
+        elif ch == " " and (is_key or i == 0):
+            out.append("\\ ")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) > 126:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 6 <= len(text):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append({"n": "\n", "t": "\t", "r": "\r"}.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def dumps(props: Dict[str, str]) -> str:
+    lines = ["#Properties saved on " + "hudilite"]
+    lines += [f"{escape(k, True)}={escape(v, False)}" for k, v in sorted(props.items())]
+    return "\n".join(lines) + "\n"
+
+
+def loads(text: str) -> Dict[str, str]:
+    props: Dict[str, str] = {}
+    logical: List[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        # A line ending in an odd number of backslashes continues on the next line.
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry, logical = "".join(logical), []
+        key, value = _split_entry(entry)
+        props[unescape(key)] = unescape(value)
+    return props
+
+
+def _split_entry(entry: str):
+    i = 0
+    while i < len(entry):
+        ch = entry[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t":
+            key, rest = entry[:i], entry[i:].lstrip(" \t")
+            if rest[:1] in ("=", ":"):
+                rest = rest[1:].lstrip(" \t")
+            return key, rest
+        i += 1
+    return entry, ""
+
+
+@dataclass
+class TableConfig:
+    """What a hudilite table fixes at creation."""
+
+    name: str
+    partition_fields: List[str] = field(default_factory=list)
+    record_key_fields: List[str] = field(default_factory=list)  # empty: auto-generated keys
+    precombine_field: Optional[str] = None
+    database: str = "default"
+    hive_style_partitioning: bool = True
+
+    @property
+    def auto_keys(self) -> bool:
+        return not self.record_key_fields
+
+    @property
+    def keygen_class(self) -> str:
+        if not self.partition_fields:
+            return KEYGEN_NON_PARTITIONED
+        if len(self.record_key_fields) > 1 or len(self.partition_fields) > 1:
+            return KEYGEN_COMPLEX
+        return KEYGEN_SIMPLE
+
+    def to_properties(self) -> Dict[str, str]:
+        props = {
+            "hoodie.table.name": self.name,
+            "hoodie.database.name": self.database,
+            "hoodie.table.type": "COPY_ON_WRITE",
+            "hoodie.table.version": TABLE_VERSION,
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.table.base.file.format": "PARQUET",
+            "hoodie.table.keygenerator.class": self.keygen_class,
+            "hoodie.table.partition.fields": ",".join(self.partition_fields),
+            "hoodie.populate.meta.fields": "true",
+            "hoodie.datasource.write.hive_style_partitioning": str(self.hive_style_partitioning).lower(),
+            "hoodie.datasource.write.partitionpath.urlencode": "false",
+            "hoodie.datasource.write.drop.partition.columns": "false",
+            "hoodie.table.timeline.timezone": "UTC",
+            "hoodie.archivelog.folder": "archived",
+            "hoodie.table.checksum": str(table_checksum(self.database, self.name)),
+        }
+        if self.record_key_fields:
+            props["hoodie.table.recordkey.fields"] = ",".join(self.record_key_fields)
+        if self.precombine_field:
+            props["hoodie.table.precombine.field"] = self.precombine_field
+        return props
+
+    @classmethod
+    def from_properties(cls, props: Dict[str, str]) -> "TableConfig":
+        def fields(key: str) -> List[str]:
+            return [f for f in props.get(key, "").split(",") if f]
+
+        if props.get("hoodie.table.type", "COPY_ON_WRITE") != "COPY_ON_WRITE":
+            raise ValueError("only COPY_ON_WRITE tables are supported")
+        return cls(
+            name=props["hoodie.table.name"],
+            partition_fields=fields("hoodie.table.partition.fields"),
+            record_key_fields=fields("hoodie.table.recordkey.fields"),
+            precombine_field=props.get("hoodie.table.precombine.field") or None,
+            database=props.get("hoodie.database.name", "default"),
+            hive_style_partitioning=props.get(
+                "hoodie.datasource.write.hive_style_partitioning", "false"
+            ).lower()
+            == "true",
+        )
+
+
+def table_checksum(database: str, name: str) -> int:
+    return binascii.crc32(f"{database}.{name}".encode("utf-8"))

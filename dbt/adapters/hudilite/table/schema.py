@@ -1,0 +1,145 @@
+"""The table schema: meta columns, Spark types, and the Avro schema Hudi readers expect.
+
+The commit metadata carries the data schema twice: as Avro under `schema` (what Hudi readers
+use) and as Spark JSON (exact Spark types, which Avro cannot say: byte, short, char...).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import List
+
+from pyspark.sql import types as T
+
+COMMIT_TIME = "_hoodie_commit_time"
+COMMIT_SEQNO = "_hoodie_commit_seqno"
+RECORD_KEY = "_hoodie_record_key"
+PARTITION_PATH = "_hoodie_partition_path"
+FILE_NAME = "_hoodie_file_name"
+META_COLUMNS = (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)
+
+META_SCHEMA = T.StructType([T.StructField(c, T.StringType(), True) for c in META_COLUMNS])
+
+
+class SchemaError(ValueError):
+    pass
+
+
+def with_meta_columns(data_schema: T.StructType) -> T.StructType:
+    return T.StructType(list(META_SCHEMA.fields) + list(data_schema.fields))
+
+
+def data_schema_of(schema: T.StructType) -> T.StructType:
+    return T.StructType([f for f in schema.fields if f.name not in META_COLUMNS])
+
+
+def to_json(schema: T.StructType) -> str:
+    return schema.json()
+
+
+def from_json(text: str) -> T.StructType:
+    return T.StructType.fromJson(json.loads(text))
+
+
+def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, table: str) -> T.StructType:
+    """The schema after writing `batch_schema` into a table of `table_schema`.
+
+    Columns are matched by name (case-insensitively, as Spark does). A batch may add new
+    columns (they are appended); it may not drop a column or change a column's type."""
+    batch = {f.name.lower(): f for f in batch_schema.fields}
+    for f in table_schema.fields:
+        got = batch.get(f.name.lower())
+        if got is None:
+            raise SchemaError(f"table {table}: the new rows lack column '{f.name}' ({f.dataType.simpleString()})")
+        if got.dataType != f.dataType and not _widens(f.dataType, got.dataType):
+            raise SchemaError(
+                f"table {table}: column '{f.name}' is {f.dataType.simpleString()} in the table "
+                f"but {got.dataType.simpleString()} in the new rows"
+            )
+    known = {f.name.lower() for f in table_schema.fields}
+    added = [f for f in batch_schema.fields if f.name.lower() not in known]
+    return T.StructType(list(table_schema.fields) + [T.StructField(f.name, f.dataType, True) for f in added])
+
+
+def _widens(table_type: T.DataType, batch_type: T.DataType) -> bool:
+    """Types the batch may carry for a table column: casts that lose nothing."""
+    order = [T.ByteType(), T.ShortType(), T.IntegerType(), T.LongType()]
+    if table_type in order and batch_type in order:
+        return order.index(batch_type) <= order.index(table_type)
+    return isinstance(table_type, T.DoubleType) and isinstance(batch_type, (T.FloatType, T.IntegerType))
+
+
+def _avro_name(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return cleaned if re.match(r"^[A-Za-z_]", cleaned) else "_" + cleaned
+
+
+def to_avro(schema: T.StructType, table_name: str) -> str:
+    """The Avro record schema of `schema`, nullable fields as unions with null, as Hudi writes it."""
+    record = _avro_record(schema, f"{_avro_name(table_name)}_record", f"hoodie.{_avro_name(table_name)}")
+    return json.dumps(record, separators=(",", ":"))
+
+
+def _avro_record(schema: T.StructType, name: str, namespace: str) -> dict:
+    fields = []
+    for f in schema.fields:
+        avro_type = _avro_type(f.dataType, f"{name}_{_avro_name(f.name)}", f"{namespace}.{name}")
+        if f.nullable:
+            fields.append({"name": f.name, "type": ["null", avro_type], "default": None})
+        else:
+            fields.append({"name": f.name, "type": avro_type})
+    return {"type": "record", "name": name, "namespace": namespace, "fields": fields}
+
+
+def _avro_type(dtype: T.DataType, name: str, namespace: str):
+    if isinstance(dtype, (T.StringType, T.VarcharType, T.CharType)):
+        return "string"
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType)):
+        return "int"
+    if isinstance(dtype, T.LongType):
+        return "long"
+    if isinstance(dtype, T.FloatType):
+        return "float"
+    if isinstance(dtype, T.DoubleType):
+        return "double"
+    if isinstance(dtype, T.BooleanType):
+        return "boolean"
+    if isinstance(dtype, T.BinaryType):
+        return "bytes"
+    if isinstance(dtype, T.DateType):
+        return {"type": "int", "logicalType": "date"}
+    if isinstance(dtype, T.TimestampNTZType):
+        return {"type": "long", "logicalType": "local-timestamp-micros"}
+    if isinstance(dtype, T.TimestampType):
+        return {"type": "long", "logicalType": "timestamp-micros"}
+    if isinstance(dtype, T.DecimalType):
+        return {
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{namespace}.{name}",
+            "size": _decimal_bytes(dtype.precision),
+            "logicalType": "decimal",
+            "precision": dtype.precision,
+            "scale": dtype.scale,
+        }
+    if isinstance(dtype, T.ArrayType):
+        items = _avro_type(dtype.elementType, name, namespace)
+        return {"type": "array", "items": ["null", items] if dtype.containsNull else items}
+    if isinstance(dtype, T.MapType):
+        values = _avro_type(dtype.valueType, name, namespace)
+        return {"type": "map", "values": ["null", values] if dtype.valueContainsNull else values}
+    if isinstance(dtype, T.StructType):
+        return _avro_record(dtype, name, namespace)
+    raise SchemaError(f"type {dtype.simpleString()} has no Avro form in a Hudi table")
+
+
+def _decimal_bytes(precision: int) -> int:
+    size = 1
+    while 2 ** (8 * size - 1) < 10**precision:
+        size += 1
+    return size
+
+
+def column_names(schema: T.StructType) -> List[str]:
+    return [f.name for f in schema.fields]

@@ -1,0 +1,137 @@
+"""The file-system seam: every byte the core reads or writes goes through `Storage`.
+
+Built on pyarrow.fs so that a base path can be a local folder today and an object-store
+URI later. A `Storage` is rebuilt from its URI on each executor (it pickles as the URI),
+so nothing here assumes the driver and the executors share a process.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from typing import List
+
+import pyarrow.fs as pafs
+
+
+def normalize_base_path(path: str) -> str:
+    """An absolute local path, or the URI as given when it names a scheme."""
+    if "://" in path:
+        return path.rstrip("/")
+    return os.path.abspath(os.path.expanduser(path))
+
+
+class Storage:
+    def __init__(self, base_path: str):
+        self.base_path = normalize_base_path(base_path)
+        if "://" in self.base_path:
+            self._fs, self._root = pafs.FileSystem.from_uri(self.base_path)
+        else:
+            self._fs, self._root = pafs.LocalFileSystem(), self.base_path
+        self.is_local = isinstance(self._fs, pafs.LocalFileSystem)
+
+    def __reduce__(self):
+        return (Storage, (self.base_path,))
+
+    # Paths are relative to the table's base path, '/'-separated.
+    def full_path(self, rel: str) -> str:
+        return posixpath.join(self._root, rel) if rel else self._root
+
+    def uri(self, rel: str) -> str:
+        """The path Spark should read: the scheme-bearing URI, or the absolute local path."""
+        return posixpath.join(self.base_path, rel) if rel else self.base_path
+
+    def exists(self, rel: str) -> bool:
+        return self._fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
+
+    def size(self, rel: str) -> int:
+        return self._fs.get_file_info(self.full_path(rel)).size
+
+    def mtime_seconds(self, rel: str) -> float:
+        info = self._fs.get_file_info(self.full_path(rel))
+        return info.mtime.timestamp() if info.mtime else 0.0
+
+    def read_bytes(self, rel: str) -> bytes:
+        with self._fs.open_input_stream(self.full_path(rel)) as f:
+            return f.read()
+
+    def read_text(self, rel: str) -> str:
+        return self.read_bytes(rel).decode("utf-8")
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        self.make_dirs(posixpath.dirname(rel))
+        with self._fs.open_output_stream(self.full_path(rel)) as f:
+            f.write(data)
+
+    def write_text(self, rel: str, text: str) -> None:
+        self.write_bytes(rel, text.encode("utf-8"))
+
+    def write_atomic(self, rel: str, data: bytes, tmp_dir: str) -> None:
+        """Write to a temporary file in `tmp_dir`, then rename into place: readers see the
+        whole file or nothing. Rename is atomic on local and HDFS-like file systems."""
+        tmp = posixpath.join(tmp_dir, f"{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
+        self.write_bytes(tmp, data)
+        self.make_dirs(posixpath.dirname(rel))
+        self._fs.move(self.full_path(tmp), self.full_path(rel))
+
+    def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
+        """Create `rel` only if it does not exist; False when another writer got there first."""
+        self.make_dirs(posixpath.dirname(rel))
+        if self.is_local:
+            try:
+                fd = os.open(self.full_path(rel), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            return True
+        # Object stores without conditional puts: best effort check-then-write.
+        if self.exists(rel):
+            return False
+        self.write_bytes(rel, data)
+        return True
+
+    def touch(self, rel: str) -> None:
+        if self.is_local:
+            os.utime(self.full_path(rel))
+        else:
+            self.write_bytes(rel, self.read_bytes(rel))
+
+    def make_dirs(self, rel: str) -> None:
+        self._fs.create_dir(self.full_path(rel), recursive=True)
+
+    def list_names(self, rel: str) -> List[str]:
+        """Names directly under `rel` (files and folders); empty when it does not exist."""
+        selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True)
+        return [posixpath.basename(i.path) for i in self._fs.get_file_info(selector)]
+
+    def list_files_recursive(self, rel: str) -> List[str]:
+        """Paths of all files under `rel`, relative to `rel`."""
+        root = self.full_path(rel)
+        selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
+        return [
+            posixpath.relpath(i.path, root)
+            for i in self._fs.get_file_info(selector)
+            if i.type == pafs.FileType.File
+        ]
+
+    def delete_file(self, rel: str) -> None:
+        try:
+            self._fs.delete_file(self.full_path(rel))
+        except FileNotFoundError:
+            pass
+
+    def delete_dir(self, rel: str) -> None:
+        try:
+            self._fs.delete_dir(self.full_path(rel))
+        except FileNotFoundError:
+            pass
+
+    def open_output(self, rel: str):
+        self.make_dirs(posixpath.dirname(rel))
+        return self._fs.open_output_stream(self.full_path(rel))
+
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        return self._fs

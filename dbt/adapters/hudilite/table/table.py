@@ -1,0 +1,280 @@
+"""HudiTable: the public operations on one Copy-On-Write table.
+
+Writes are one Spark job each (tasks write base files, the driver publishes the instant);
+reads turn the timeline's file list into a DataFrame over Spark's parquet scan.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Dict, List, Optional, Sequence, Union
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from . import properties as props
+from .cleaner import CleanPlan, plan_clean
+from .commit import (
+    INSERT,
+    INSERT_OVERWRITE,
+    INSERT_OVERWRITE_TABLE,
+    SCHEMA_KEY,
+    SPARK_SCHEMA_KEY,
+    CommitMetadata,
+)
+from .file_group import BaseFile
+from .instant import COMMIT, REPLACE_COMMIT, Instant
+from .keygen import partition_path, record_key, task_row_id
+from .reader import changed_rows, read_base_files
+from .schema import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    SchemaError,
+    check_compatible,
+    from_json,
+    to_avro,
+    to_json,
+)
+from .storage import Storage
+from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
+from .transaction import WRITERS_DIR, WriteTransaction, claimed_instants, writer_path
+from .writer import WriteSpec, run_write_job
+
+CLEAN_STATE = PRIVATE_DIR + "/clean.json"
+Fields = Union[None, str, Sequence[str]]
+
+
+class HudiTableError(ValueError):
+    pass
+
+
+def _field_list(value: Fields) -> List[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return list(value)
+
+
+class HudiTable:
+    def __init__(self, spark: SparkSession, storage: Storage, config: props.TableConfig):
+        self.spark = spark
+        self.storage = storage
+        self.config = config
+        self._timeline = Timeline(storage)
+        self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
+
+    # ---- life cycle -------------------------------------------------------------------------
+    @staticmethod
+    def exists(path: str) -> bool:
+        return Storage(path).exists(props.PROPERTIES_FILE)
+
+    @classmethod
+    def create(cls, spark: SparkSession, path: str, name: str, partition_by: Fields = None,
+               record_key: Fields = None, precombine: Optional[str] = None,
+               database: str = "default") -> "HudiTable":
+        storage = Storage(path)
+        if storage.exists(props.PROPERTIES_FILE):
+            raise HudiTableError(f"{storage.base_path} is already a Hudi table")
+        config = props.TableConfig(
+            name=name, partition_fields=_field_list(partition_by), record_key_fields=_field_list(record_key),
+            precombine_field=precombine, database=database,
+        )
+        storage.write_atomic(props.PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)
+        return cls(spark, storage, config)
+
+    @classmethod
+    def open(cls, spark: SparkSession, path: str) -> "HudiTable":
+        storage = Storage(path)
+        if not storage.exists(props.PROPERTIES_FILE):
+            raise HudiTableError(f"{storage.base_path} is not a Hudi table (no {props.PROPERTIES_FILE})")
+        config = props.TableConfig.from_properties(props.loads(storage.read_text(props.PROPERTIES_FILE)))
+        return cls(spark, storage, config)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def path(self) -> str:
+        return self.storage.base_path
+
+    # ---- timeline ---------------------------------------------------------------------------
+    def timeline(self) -> List[Instant]:
+        return self._timeline.instants()
+
+    def commit_metadata(self, instant: Union[str, Instant]) -> CommitMetadata:
+        timestamp = instant.timestamp if isinstance(instant, Instant) else instant
+        for i in self._timeline.completed():
+            if i.timestamp == timestamp:
+                return self._timeline.metadata(i)
+        raise TimelineError(f"table {self.name}: no completed instant {timestamp}")
+
+    def history(self) -> List[dict]:
+        """One summary per instant, oldest first: what a person wants to see of the timeline."""
+        out = []
+        for i in self._timeline.instants():
+            entry = {"instant": i.timestamp, "action": i.action, "state": i.state}
+            if i.is_completed:
+                m = self._timeline.metadata(i)
+                entry.update(
+                    operation=m.operation, files_written=len(m.write_stats), rows_written=m.num_writes,
+                    file_groups_replaced=sum(len(v) for v in m.replaced_file_ids.values()),
+                )
+            out.append(entry)
+        return out
+
+    def schema(self, as_of: Optional[str] = None) -> Optional[T.StructType]:
+        """The data schema (no meta columns) as of an instant; None before the first write."""
+        for instant, metadata in reversed(self._timeline.commits(as_of)):
+            if SPARK_SCHEMA_KEY in metadata.extra:
+                return from_json(metadata.extra[SPARK_SCHEMA_KEY])
+        return None
+
+    def latest_base_files(self, as_of: Optional[str] = None) -> List[BaseFile]:
+        return self._timeline.view(as_of).latest_base_files()
+
+    # ---- writes -----------------------------------------------------------------------------
+    def insert(self, df: DataFrame) -> str:
+        """Append rows as new file groups (a commit); returns the instant."""
+        return self._write(df, COMMIT, INSERT, replace=None)
+
+    def insert_overwrite(self, df: DataFrame) -> str:
+        """Replace every partition present in `df` (a replacecommit); returns the instant."""
+        return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE, replace="partitions")
+
+    def insert_overwrite_table(self, df: DataFrame) -> str:
+        """Replace the whole table (a replacecommit); returns the instant."""
+        return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, replace="table")
+
+    def _write(self, df: DataFrame, action: str, operation: str, replace: Optional[str]) -> str:
+        data_schema = self._schema_after(df)
+        with WriteTransaction(self.storage, self._timeline, action) as txn:
+            before = self._timeline.view()
+            spec = WriteSpec(
+                base_path=self.storage.base_path, instant=txn.instant,
+                partitioned=bool(self.config.partition_fields),
+                partition_depth=len(self.config.partition_fields), **self.write_options,
+            )
+            stats = run_write_job(self._with_meta_columns(df, data_schema, txn.instant), spec)
+            if replace == "table":
+                replaced = before.live_file_ids()
+            elif replace == "partitions":
+                replaced = before.live_file_ids({s.partitionPath for s in stats})
+            else:
+                replaced = {}
+            metadata = CommitMetadata(
+                operation=operation, write_stats=stats, replaced_file_ids=replaced,
+                extra={SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
+            )
+            txn.commit(metadata)
+        return txn.instant
+
+    def _schema_after(self, df: DataFrame) -> T.StructType:
+        incoming = T.StructType(
+            [T.StructField(f.name, f.dataType, True) for f in df.schema.fields if f.name not in META_COLUMNS]
+        )
+        names = {f.name.lower() for f in incoming.fields}
+        wanted = [("partition", c) for c in self.config.partition_fields] + [("record key", c) for c in self.config.record_key_fields]
+        if self.config.precombine_field:
+            wanted.append(("precombine", self.config.precombine_field))
+        for role, column in wanted:
+            if column.lower() not in names:
+                raise SchemaError(
+                    f"table {self.name}: {role} column '{column}' is not among the new rows' columns "
+                    f"({', '.join(f.name for f in incoming.fields)})"
+                )
+        current = self.schema()
+        return incoming if current is None else check_compatible(current, incoming, self.name)
+
+    def _with_meta_columns(self, df: DataFrame, data_schema: T.StructType, instant: str) -> DataFrame:
+        actual = {f.name.lower(): f for f in df.schema.fields}
+        data = []
+        for field in data_schema.fields:
+            source = actual[field.name.lower()]
+            col = F.col(_quote(source.name))
+            if source.dataType != field.dataType:
+                col = col.cast(field.dataType)
+            data.append(col.alias(field.name))
+        staged = df.select(F.lit(instant).alias(COMMIT_TIME), task_row_id(instant).alias(COMMIT_SEQNO), *data)
+        key = (
+            F.col(COMMIT_SEQNO)
+            if self.config.auto_keys
+            else record_key(self._resolve(self.config.record_key_fields, data_schema), self.name)
+        )
+        path = partition_path(
+            self._resolve(self.config.partition_fields, data_schema), self.config.hive_style_partitioning, self.name
+        )
+        out = staged.select(
+            F.col(COMMIT_TIME), F.col(COMMIT_SEQNO), key.alias(RECORD_KEY), path.alias(PARTITION_PATH),
+            *[F.col(_quote(f.name)) for f in data_schema.fields],
+        )
+        # Tasks write one file group per partition path they meet: group their rows.
+        return out.sortWithinPartitions(PARTITION_PATH, COMMIT_SEQNO) if self.config.partition_fields else out
+
+    @staticmethod
+    def _resolve(fields: List[str], schema: T.StructType) -> List[str]:
+        by_lower = {f.name.lower(): f.name for f in schema.fields}
+        return [by_lower[f.lower()] for f in fields]
+
+    # ---- reads ------------------------------------------------------------------------------
+    def resolve_instant(self, as_of) -> str:
+        instant = self._timeline.resolve(as_of)
+        earliest = self._earliest_retained()
+        if earliest is not None and instant < earliest:
+            raise TimelineError(
+                f"table {self.name}: instant {instant} was cleaned; the earliest readable instant is {earliest}"
+            )
+        return instant
+
+    def read(self, as_of=None) -> DataFrame:
+        """The latest snapshot, or the snapshot as of an instant or timestamp."""
+        instant = None if as_of is None else self.resolve_instant(as_of)
+        files = self._timeline.view(instant).latest_base_files()
+        return read_base_files(self.spark, self.storage, files, self.schema(instant) or T.StructType([]))
+
+    def read_changes(self, start, end=None) -> DataFrame:
+        """Rows inserted or changed in the instants (start, end]; end defaults to the latest."""
+        start_instant = str(start) if start is not None else "0"
+        if end is None:
+            latest = self._timeline.latest_completed()
+            end_instant = latest.timestamp if latest else start_instant
+        else:
+            end_instant = self._timeline.resolve(end)
+        files = [f for f in self._timeline.view(end_instant).latest_base_files() if f.instant > start_instant]
+        df = read_base_files(self.spark, self.storage, files, self.schema(end_instant) or T.StructType([]))
+        return changed_rows(df, start_instant, end_instant)
+
+    def create_temp_view(self, view_name: str, as_of=None) -> DataFrame:
+        df = self.read(as_of)
+        df.createOrReplaceTempView(view_name)
+        return df
+
+    # ---- table services ---------------------------------------------------------------------
+    def clean(self, retain_commits: int = 10) -> CleanPlan:
+        """Delete file slices that no snapshot of the last `retain_commits` instants reads."""
+        completed = [i.timestamp for i in self._timeline.completed()]
+        plan = plan_clean(self._timeline.view(), completed, retain_commits)
+        for base_file in plan.files_to_delete:
+            self.storage.delete_file(base_file.path)
+        if plan.earliest_retained is not None and plan.files_to_delete:
+            self.storage.write_atomic(CLEAN_STATE, json.dumps({"earliest_retained": plan.earliest_retained}).encode(), TMP_DIR)
+        latest = completed[-1] if completed else None
+        for claimed in claimed_instants(self.storage):  # tombstones of rolled-back writes
+            if latest is not None and claimed < latest and not any(i.timestamp == claimed for i in self._timeline.pending()):
+                self.storage.delete_file(writer_path(claimed))
+        return plan
+
+    def _earliest_retained(self) -> Optional[str]:
+        if not self.storage.exists(CLEAN_STATE):
+            return None
+        return json.loads(self.storage.read_text(CLEAN_STATE)).get("earliest_retained")
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

@@ -1,0 +1,109 @@
+"""The timeline under `.hoodie/`: which instants exist, in which state, and what they wrote.
+
+Completed instants are immutable, so their parsed metadata is cached per table object.
+State transitions are file creations; the completed file is the commit point and is
+published by atomic rename.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Dict, List, Optional, Tuple
+
+from .commit import CommitMetadata
+from .file_group import FileSystemView
+from .instant import (
+    ACTIONS,
+    COMPLETED,
+    INFLIGHT,
+    REQUESTED,
+    Instant,
+    instant_file_name,
+    parse_instant_file_name,
+    to_instant_time,
+)
+from .storage import Storage
+
+HOODIE_DIR = ".hoodie"
+PRIVATE_DIR = ".hoodie/.hudilite"  # hudilite's own state; Hudi readers ignore it
+TMP_DIR = PRIVATE_DIR + "/tmp"
+
+_STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
+
+
+class TimelineError(ValueError):
+    pass
+
+
+class Timeline:
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self._metadata_cache: Dict[str, CommitMetadata] = {}
+
+    def instants(self) -> List[Instant]:
+        """Every instant on the timeline, in its most advanced state, oldest first."""
+        latest: Dict[str, Instant] = {}
+        for name in self.storage.list_names(HOODIE_DIR):
+            instant = parse_instant_file_name(name)
+            if instant is None or instant.action not in ACTIONS:
+                continue
+            known = latest.get(instant.timestamp)
+            if known is None or _STATE_RANK[instant.state] > _STATE_RANK[known.state]:
+                latest[instant.timestamp] = instant
+        return sorted(latest.values(), key=lambda i: i.timestamp)
+
+    def completed(self) -> List[Instant]:
+        return [i for i in self.instants() if i.is_completed]
+
+    def pending(self) -> List[Instant]:
+        return [i for i in self.instants() if not i.is_completed]
+
+    def latest_completed(self) -> Optional[Instant]:
+        done = self.completed()
+        return done[-1] if done else None
+
+    def metadata(self, instant: Instant) -> CommitMetadata:
+        if not instant.is_completed:
+            raise TimelineError(f"instant {instant.timestamp} is {instant.state.lower()}, not completed")
+        cached = self._metadata_cache.get(instant.timestamp)
+        if cached is None:
+            cached = CommitMetadata.from_json(self.storage.read_text(posixpath.join(HOODIE_DIR, instant.file_name)))
+            self._metadata_cache[instant.timestamp] = cached
+        return cached
+
+    def commits(self, as_of: Optional[str] = None) -> List[Tuple[Instant, CommitMetadata]]:
+        return [(i, self.metadata(i)) for i in self.completed() if as_of is None or i.timestamp <= as_of]
+
+    def view(self, as_of: Optional[str] = None) -> FileSystemView:
+        return FileSystemView(self.commits(as_of), as_of)
+
+    def resolve(self, as_of) -> str:
+        """The latest completed instant at or before `as_of` (an instant or a timestamp)."""
+        wanted = to_instant_time(as_of)
+        done = [i.timestamp for i in self.completed()]
+        at_or_before = [t for t in done if t <= wanted]
+        if not at_or_before:
+            first = done[0] if done else "none"
+            raise TimelineError(f"no completed instant at or before {as_of} (first completed instant: {first})")
+        return at_or_before[-1]
+
+    # Transitions. A pending instant's files may be empty; only the completed one carries metadata.
+    def _path(self, timestamp: str, action: str, state: str) -> str:
+        return posixpath.join(HOODIE_DIR, instant_file_name(timestamp, action, state))
+
+    def create_requested(self, timestamp: str, action: str) -> None:
+        self.storage.write_bytes(self._path(timestamp, action, REQUESTED), b"")
+
+    def transition_to_inflight(self, timestamp: str, action: str) -> None:
+        self.storage.write_bytes(self._path(timestamp, action, INFLIGHT), b"")
+
+    def complete(self, timestamp: str, action: str, metadata: CommitMetadata) -> None:
+        body = metadata.to_json(is_replace=action != "commit").encode("utf-8")
+        self.storage.write_atomic(self._path(timestamp, action, COMPLETED), body, TMP_DIR)
+
+    def delete_pending(self, instant: Instant) -> None:
+        """Remove a pending instant's files, inflight before requested, as Hudi does."""
+        if instant.is_completed:
+            raise TimelineError(f"refusing to delete completed instant {instant.timestamp}")
+        self.storage.delete_file(self._path(instant.timestamp, instant.action, INFLIGHT))
+        self.storage.delete_file(self._path(instant.timestamp, instant.action, REQUESTED))

@@ -1,0 +1,21 @@
+from setuptools import find_namespace_packages, setup
+
+setup(
+    name="dbt-hudilite",
+    version="0.1.0",
+    description="dbt adapter for Apache Spark writing Apache Hudi Copy-On-Write tables from a Python core",
+    packages=find_namespace_packages(include=["dbt", "dbt.*"]),
+    include_package_data=True,
+    package_data={"dbt.include.hudilite": ["*.yml", "macros/**/*.sql", "macros/*.sql"]},
+    python_requires=">=3.9",
+    install_requires=[
+        "dbt-core>=1.8,<1.12",
+        "dbt-spark[session]>=1.8,<1.12",
+        "pyspark>=3.5,<5",
+        "pyarrow>=14",
+        "pandas>=2.2,<3",  # pyspark needs it for mapInArrow
+        "agate",
+    ],
+    extras_require={"test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter"]},
+    entry_points={},
+)
