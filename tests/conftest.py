@@ -1,0 +1,31 @@
+import os
+import sys
+
+import pytest
+
+
+def pytest_configure(config):
+    # Spark's Python workers must run this interpreter (it has pyarrow and this package).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("TZ", "UTC")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole run. `local[2,2]` lets a failed task run again,
+    which the retry tests rely on."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2,2]")
+        .appName("hudilite-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.catalogImplementation", "in-memory")
+        .config("spark.pyspark.python", sys.executable)
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,252 @@
+"""HudiTable writes on a shared local SparkSession, every table read back through hudi-rs."""
+
+import json
+import os
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from dbt.adapters.hudilite.table import HudiTable, SchemaError
+from dbt.adapters.hudilite.table.file_group import parse_base_file_name
+from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_df
+
+
+def events(spark, start, count, regions=("us", "eu")):
+    n = len(regions)
+    region = F.element_at(F.array(*[F.lit(r) for r in regions]), (F.col("id") % n + 1).cast("int"))
+    return spark.range(start, start + count, numPartitions=2).select(
+        F.col("id").alias("event_id"),
+        region.alias("region"),
+        (F.col("id") * 0.5).alias("amount"),
+        F.date_add(F.lit("2026-01-01").cast("date"), (F.col("id") % 3).cast("int")).alias("day"),
+        F.timestamp_seconds(F.col("id") + 1_700_000_000).alias("ts"),
+    )
+
+
+def parquet_files_on_disk(path):
+    found = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if d != ".hoodie"]
+        found += [os.path.relpath(os.path.join(root, f), path) for f in files if f.endswith(".parquet")]
+    return sorted(found)
+
+
+def committed_files(table):
+    return sorted(s.path for i in table.timeline() if i.is_completed for s in table.commit_metadata(i).write_stats)
+
+
+def test_auto_keyed_partitioned_table_through_inserts_and_overwrites(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "events"), "events", partition_by="region")
+    t1 = table.insert(events(spark, 0, 1000))
+    t2 = table.insert(events(spark, 1000, 500, regions=("us", "apac")))
+    t3 = table.insert_overwrite(events(spark, 5000, 10, regions=("us",)))
+    t4 = table.insert_overwrite_table(events(spark, 9000, 7, regions=("eu",)))
+
+    timeline = [(i.timestamp, i.action, i.state) for i in table.timeline()]
+    assert timeline == [
+        (t1, "commit", "COMPLETED"), (t2, "commit", "COMPLETED"),
+        (t3, "replacecommit", "COMPLETED"), (t4, "replacecommit", "COMPLETED"),
+    ]
+    assert t1 < t2 < t3 < t4
+
+    # Row contents at every instant.
+    assert table.read(as_of=t1).count() == 1000
+    assert table.read(as_of=t2).count() == 1500
+    at_t3 = table.read(as_of=t3)
+    assert at_t3.where("region = 'us'").count() == 10  # us replaced by the 10 new rows
+    assert at_t3.where("region = 'eu'").count() == 500
+    assert at_t3.where("region = 'apac'").count() == 250
+    assert sorted(r.event_id for r in table.read().collect()) == list(range(9000, 9007))
+
+    # The replacecommit lists exactly the file groups live in the touched partitions.
+    us_groups_before = {f.file_id for f in table.latest_base_files(as_of=t2) if f.partition == "region=us"}
+    assert set(table.commit_metadata(t3).replaced_file_ids["region=us"]) == us_groups_before
+    assert set(table.commit_metadata(t3).replaced_file_ids) == {"region=us"}
+    live_before_t4 = {f.file_id for f in table.latest_base_files(as_of=t3)}
+    replaced_t4 = {fid for ids in table.commit_metadata(t4).replaced_file_ids.values() for fid in ids}
+    assert replaced_t4 == live_before_t4
+
+    # Meta columns.
+    row = table.read().orderBy("event_id").first()
+    assert row["_hoodie_commit_time"] == t4
+    assert row["_hoodie_partition_path"] == "region=eu"
+    assert row["_hoodie_record_key"] == row["_hoodie_commit_seqno"]
+    assert row["_hoodie_record_key"].startswith(t4 + "_")
+    name = parse_base_file_name(row["_hoodie_file_name"])
+    assert name is not None and name.instant == t4
+
+    # Layout: partition metadata, file names, nothing uncommitted on disk.
+    props = (tmp_path / "events" / "region=us" / ".hoodie_partition_metadata").read_text()
+    assert f"commitTime={t1}" in props and "partitionDepth=1" in props
+    assert parquet_files_on_disk(table.path) == committed_files(table)
+    assert not os.path.exists(os.path.join(table.path, ".hoodie", ".hudilite", "markers", t4))
+
+    assert_hudi_rs_agrees(table)
+
+
+def test_auto_keys_are_unique_and_shaped_like_rfc76(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    t1 = table.insert(spark.range(0, 5000, numPartitions=3))
+    t2 = table.insert(spark.range(0, 5000, numPartitions=3))
+    keys = [r[0] for r in table.read().select("_hoodie_record_key").collect()]
+    assert len(keys) == len(set(keys)) == 10000
+    for key in keys:
+        instant, task, row = key.split("_")
+        assert instant in (t1, t2) and 0 <= int(task) < 3 and int(row) >= 0
+    per_task = {}
+    for key in keys:
+        instant, task, row = key.split("_")
+        per_task.setdefault((instant, task), []).append(int(row))
+    for rows in per_task.values():
+        assert sorted(rows) == list(range(len(rows)))  # a 0-based counter per task
+    assert_hudi_rs_agrees(table)
+
+
+def test_record_keys_simple_and_complex(spark, tmp_path):
+    simple = HudiTable.create(spark, str(tmp_path / "s"), "s", record_key="event_id", partition_by="day")
+    simple.insert(events(spark, 0, 20))
+    assert {r._hoodie_record_key for r in simple.read().collect()} == {str(i) for i in range(20)}
+    assert {r._hoodie_partition_path for r in simple.read().collect()} == {
+        "day=2026-01-01", "day=2026-01-02", "day=2026-01-03"}
+
+    complex_ = HudiTable.create(spark, str(tmp_path / "c"), "c", record_key=["region", "event_id"],
+                                partition_by=["region", "day"])
+    complex_.insert(events(spark, 0, 6))
+    row = complex_.read().where("event_id = 3").first()
+    assert row._hoodie_record_key == "region:eu,event_id:3"
+    assert row._hoodie_partition_path == "region=eu/day=2026-01-01"
+    props = (tmp_path / "c" / "region=eu" / "day=2026-01-01" / ".hoodie_partition_metadata").read_text()
+    assert "partitionDepth=2" in props
+    assert_hudi_rs_agrees(simple)
+    assert_hudi_rs_agrees(complex_)
+
+
+def test_retried_task_gives_the_same_keys_and_leaves_no_orphan_file(spark, tmp_path):
+    source = spark.range(0, 3000, numPartitions=2).select("id", (F.col("id") % 7).alias("bucket"))
+    clean = HudiTable.create(spark, str(tmp_path / "clean"), "clean")
+    t_clean = clean.insert(source)
+
+    retried = HudiTable.create(spark, str(tmp_path / "retried"), "retried")
+    retried.write_options = {"fail_task_attempt": (0, 0)}  # task 0 fails after writing its file
+    t_retried = retried.insert(source)
+    retried.write_options = {}
+
+    def keyed_rows(table, instant):
+        return sorted((r._hoodie_record_key[len(instant):], r.id) for r in table.read().collect())
+
+    assert keyed_rows(retried, t_retried) == keyed_rows(clean, t_clean)
+    # The failed attempt's file (write token 0-<stage>-0) was deleted; the retry's file is committed.
+    on_disk = parquet_files_on_disk(retried.path)
+    assert on_disk == committed_files(retried)
+    tokens = sorted(parse_base_file_name(p).write_token for p in on_disk)
+    assert [t.split("-")[0] + "-" + t.split("-")[2] for t in tokens] == ["0-1", "1-0"]
+    assert_hudi_rs_agrees(retried)
+
+
+def test_auto_keys_compress_to_a_fraction_of_a_byte(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "k"), "k")
+    table.insert(spark.range(0, 100_000, numPartitions=1).select(F.col("id").alias("value")))
+    (base_file,) = table.latest_base_files()
+    metadata = pq.ParquetFile(os.path.join(table.path, base_file.path)).metadata
+    sizes = {}
+    for g in range(metadata.num_row_groups):
+        for c in range(metadata.num_columns):
+            col = metadata.row_group(g).column(c)
+            sizes[col.path_in_schema] = sizes.get(col.path_in_schema, 0) + col.total_compressed_size
+    assert sizes["_hoodie_record_key"] / 100_000 <= 0.15
+    assert sizes["_hoodie_commit_seqno"] / 100_000 <= 0.15
+
+
+def test_a_failed_write_leaves_the_table_exactly_as_it_was(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "orders", record_key="order_id")
+    table.insert(spark.range(0, 100).select(F.col("id").alias("order_id")))
+    before_timeline = table.timeline()
+    before_files = parquet_files_on_disk(table.path)
+    bad = spark.range(100, 200, numPartitions=2).select(
+        F.when(F.col("id") == 150, F.lit(None)).otherwise(F.col("id")).alias("order_id"))
+    with pytest.raises(Exception) as err:
+        table.insert(bad)
+    assert "record key column 'order_id' is null" in str(err.value)
+    assert table.timeline() == before_timeline
+    assert parquet_files_on_disk(table.path) == before_files
+    assert os.listdir(os.path.join(table.path, ".hoodie", ".hudilite", "markers")) == []
+    assert table.read().count() == 100
+    assert_hudi_rs_agrees(table)
+
+
+def test_bad_input_names_the_column(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "daily", partition_by="day")
+    with pytest.raises(SchemaError, match="partition column 'day'"):
+        table.insert(spark.range(3).select(F.col("id").alias("x")))
+    table.insert(spark.range(3).select(F.col("id").alias("x"), F.lit("2026-01-01").alias("day")))
+    with pytest.raises(SchemaError, match="column 'x' is bigint in the table but string"):
+        table.insert(spark.range(3).select(F.col("id").cast("string").alias("x"), F.lit("d").alias("day")))
+    with pytest.raises(SchemaError, match="lack column 'x'"):
+        table.insert(spark.range(3).select(F.lit("d").alias("day")))
+    with pytest.raises(Exception, match="partition column 'day' has a value with '/'"):
+        table.insert(spark.range(3).select(F.col("id").alias("x"), F.lit("a/b").alias("day")))
+    assert len(table.timeline()) == 1
+    assert table.read().count() == 3
+
+
+def test_new_columns_are_appended_and_old_rows_read_null(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    table.insert(spark.range(3).select(F.col("id").alias("x")))
+    table.insert(spark.range(3, 5).select(F.lit("new").alias("note"), F.col("id").cast("int").alias("x")))
+    assert [f.name for f in table.schema().fields] == ["x", "note"]
+    rows = sorted((r.x, r.note) for r in table.read().collect())
+    assert rows == [(0, None), (1, None), (2, None), (3, "new"), (4, "new")]
+
+
+def test_empty_writes_and_empty_table(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
+    assert table.read().count() == 0
+    empty = spark.range(0).select(F.col("id"), F.lit("a").alias("p"))
+    t1 = table.insert(empty)
+    assert table.commit_metadata(t1).write_stats == []
+    assert table.read().columns[-2:] == ["id", "p"] and table.read().count() == 0
+    table.insert(spark.range(5).select(F.col("id"), F.lit("a").alias("p")))
+    assert table.read().count() == 5
+    assert_hudi_rs_agrees(table)
+
+
+def test_snapshot_is_queryable_from_sql(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="region")
+    t1 = table.insert(events(spark, 0, 100))
+    table.insert(events(spark, 100, 100))
+    table.create_temp_view("events_now")
+    table.create_temp_view("events_then", as_of=t1)
+    now = spark.sql("select region, count(*) n from events_now group by region order by region").collect()
+    then = spark.sql("select count(*) n from events_then").first().n
+    assert [(r.region, r.n) for r in now] == [("eu", 100), ("us", 100)]
+    assert then == 100
+
+
+def test_time_travel_by_timestamp_and_clear_error_before_first_instant(spark, tmp_path):
+    from dbt.adapters.hudilite.table import TimelineError
+    from dbt.adapters.hudilite.table.instant import parse_instant_time
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    t1 = table.insert(spark.range(3))
+    table.insert(spark.range(3))
+    moment = parse_instant_time(t1)
+    assert table.read(as_of=moment.isoformat()).count() == 3
+    with pytest.raises(TimelineError, match="no completed instant at or before"):
+        table.read(as_of="2000-01-01 00:00:00")
+
+
+def test_hoodie_properties_as_hudi_rs_reads_them(spark, tmp_path):
+    import hudi
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "my_table", partition_by="region", record_key="event_id",
+                             precombine="amount")
+    table.insert(events(spark, 0, 10))
+    theirs = hudi.HudiTable(table.path)
+    assert theirs.table_name == "my_table"
+    assert theirs.table_type == "COPY_ON_WRITE"
+    assert [f.name for f in theirs.get_partition_schema()] == ["region"]
+    assert [f.name for f in theirs.get_schema()] == ["event_id", "region", "amount", "day", "ts"]
+    assert json.loads(theirs.get_schema_in_avro_str())["type"] == "record"
+    assert hudi_rs_snapshot(table.path).num_rows == 10
+    assert sorted(r[0] for r in rows_of_df(table.read(), ["event_id"])) == list(range(10))
