@@ -20,12 +20,24 @@ class CleanPlan:
     files_to_delete: List[BaseFile] = field(default_factory=list)
 
 
-def plan_clean(view: FileSystemView, completed: List[str], retain_commits: int) -> CleanPlan:
+def plan_clean(view: FileSystemView, completed: List[str], retain_commits: int,
+               cleaned_before: Optional[str] = None) -> CleanPlan:
+    """What to delete to keep the last `retain_commits` instants readable. `cleaned_before` is
+    the earliest instant an earlier clean retained: what it doomed is gone already."""
     if retain_commits < 1:
         raise ValueError("retain_commits must be at least 1")
     if len(completed) <= retain_commits:
-        return CleanPlan(earliest_retained=completed[0] if completed else None)
+        return CleanPlan(earliest_retained=cleaned_before)
     earliest = completed[-retain_commits]
+    if cleaned_before is not None and earliest <= cleaned_before:
+        return CleanPlan(earliest_retained=cleaned_before)
+    already = set() if cleaned_before is None else {f.path for f in _unreadable_from(view, cleaned_before)}
+    doomed = [f for f in _unreadable_from(view, earliest) if f.path not in already]
+    return CleanPlan(earliest_retained=earliest, files_to_delete=sorted(doomed, key=lambda f: f.path))
+
+
+def _unreadable_from(view: FileSystemView, earliest: str) -> List[BaseFile]:
+    """Slices that no snapshot as of `earliest` or later reads."""
     doomed: List[BaseFile] = []
     for group in view.groups.values():
         if group.replaced_at is not None and group.replaced_at <= earliest:
@@ -33,4 +45,4 @@ def plan_clean(view: FileSystemView, completed: List[str], retain_commits: int) 
             continue
         before = [s for s in group.slices if s.instant < earliest]
         doomed.extend(before[:-1])
-    return CleanPlan(earliest_retained=earliest, files_to_delete=sorted(doomed, key=lambda f: f.path))
+    return doomed

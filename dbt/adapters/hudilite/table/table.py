@@ -259,10 +259,10 @@ class HudiTable:
     def clean(self, retain_commits: int = 10) -> CleanPlan:
         """Delete file slices that no snapshot of the last `retain_commits` instants reads."""
         completed = [i.timestamp for i in self._timeline.completed()]
-        plan = plan_clean(self._timeline.view(), completed, retain_commits)
+        plan = plan_clean(self._timeline.view(), completed, retain_commits, self._earliest_retained())
         for base_file in plan.files_to_delete:
             self.storage.delete_file(base_file.path)
-        if plan.earliest_retained is not None and plan.files_to_delete:
+        if plan.files_to_delete:  # only then are instants before it unreadable
             self.storage.write_atomic(CLEAN_STATE, json.dumps({"earliest_retained": plan.earliest_retained}).encode(), TMP_DIR)
         latest = completed[-1] if completed else None
         for claimed in claimed_instants(self.storage):  # tombstones of rolled-back writes
