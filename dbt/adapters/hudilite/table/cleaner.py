@@ -2,7 +2,7 @@
 
 With `retain_commits = N`, the earliest retained instant E is the N-th newest completed
 instant. Every snapshot as of E or later must stay readable, so a file group keeps all its
-slices written at or after E, plus the newest slice written before E; a file group replaced
+slices written after E, plus the newest slice written at or before E; a file group replaced
 at or before E is read by no retained snapshot and goes entirely.
 """
 
@@ -43,6 +43,6 @@ def _unreadable_from(view: FileSystemView, earliest: str) -> List[BaseFile]:
         if group.replaced_at is not None and group.replaced_at <= earliest:
             doomed.extend(group.slices)
             continue
-        before = [s for s in group.slices if s.instant < earliest]
-        doomed.extend(before[:-1])
+        read_as_of_earliest_or_older = [s for s in group.slices if s.instant <= earliest]
+        doomed.extend(read_as_of_earliest_or_older[:-1])
     return doomed

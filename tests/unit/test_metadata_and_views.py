@@ -1,0 +1,77 @@
+import json
+
+import pytest
+
+from dbt.adapters.hudilite.table.cleaner import plan_clean
+from dbt.adapters.hudilite.table.commit import CommitMetadata, WriteStat
+from dbt.adapters.hudilite.table.file_group import (
+    FileSystemView, base_file_name, parse_base_file_name, relative_file_path,
+)
+from dbt.adapters.hudilite.table.instant import COMMIT, COMPLETED, REPLACE_COMMIT, Instant
+
+
+def stat(partition, file_id, instant, rows=10, prev=None):
+    name = base_file_name(file_id, "0-1-0", instant)
+    return WriteStat(fileId=file_id, path=relative_file_path(partition, name), partitionPath=partition,
+                     prevCommit=prev, numWrites=rows, numInserts=rows, fileSizeInBytes=100, totalWriteBytes=100)
+
+
+def commit(ts, stats, replaced=None, action=COMMIT):
+    return Instant(ts, action, COMPLETED), CommitMetadata("INSERT", stats, replaced or {})
+
+
+def test_commit_metadata_json_has_hudis_shape():
+    m = CommitMetadata("INSERT_OVERWRITE", [stat("p=a", "f1-0", "20260101000000000")], {"p=a": ["f0-0"]},
+                       {"schema": "{}"})
+    body = json.loads(m.to_json(is_replace=True))
+    assert set(body) == {"partitionToWriteStats", "partitionToReplaceFileIds", "compacted", "extraMetadata", "operationType"}
+    (s,) = body["partitionToWriteStats"]["p=a"]
+    assert s["prevCommit"] == "null" and s["path"].startswith("p=a/f1-0_0-1-0_")
+    assert body["partitionToReplaceFileIds"] == {"p=a": ["f0-0"]}
+    assert "partitionToReplaceFileIds" not in json.loads(m.to_json(is_replace=False))
+    back = CommitMetadata.from_json(m.to_json(is_replace=True))
+    assert back == m
+
+
+def test_base_file_names():
+    name = base_file_name("8f0e-1-0", "3-12-1", "20260101000000000")
+    assert name == "8f0e-1-0_3-12-1_20260101000000000.parquet"
+    parsed = parse_base_file_name("p=a/" + name)
+    assert (parsed.file_id, parsed.write_token, parsed.instant) == ("8f0e-1-0", "3-12-1", "20260101000000000")
+    assert parse_base_file_name("part-0000.snappy.parquet") is None
+    assert relative_file_path("", name) == name
+
+
+def test_view_as_of_instants_with_replacements():
+    commits = [
+        commit("1", [stat("a", "f1", "1"), stat("b", "f2", "1")]),
+        commit("2", [stat("a", "f1", "2", prev="1")]),
+        commit("3", [stat("a", "f3", "3")], {"a": ["f1"]}, REPLACE_COMMIT),
+    ]
+    assert [f.path for f in FileSystemView(commits, "1").latest_base_files()] == ["a/f1_0-1-0_1.parquet", "b/f2_0-1-0_1.parquet"]
+    assert [f.instant for f in FileSystemView(commits, "2").latest_base_files()] == ["2", "1"]
+    latest = FileSystemView(commits).latest_base_files()
+    assert [(f.file_id, f.instant) for f in latest] == [("f3", "3"), ("f2", "1")]
+    assert FileSystemView(commits).live_file_ids(["a"]) == {"a": ["f3"]}
+    assert FileSystemView(commits).live_file_ids() == {"a": ["f3"], "b": ["f2"]}
+
+
+def test_cleaner_plan():
+    commits = [
+        commit("1", [stat("a", "f1", "1"), stat("b", "f2", "1")]),
+        commit("2", [stat("a", "f1", "2", prev="1"), stat("b", "f2", "2", prev="1")]),
+        commit("3", [stat("a", "f3", "3")], {"a": ["f1"]}, REPLACE_COMMIT),
+        commit("4", [stat("b", "f2", "4", prev="2")]),
+    ]
+    view = FileSystemView(commits)
+    completed = ["1", "2", "3", "4"]
+    assert plan_clean(view, completed, 4).files_to_delete == []
+    plan = plan_clean(view, completed, 2)  # keep as of 3 and 4
+    assert plan.earliest_retained == "3"
+    assert [f.path for f in plan.files_to_delete] == [
+        "a/f1_0-1-0_1.parquet", "a/f1_0-1-0_2.parquet", "b/f2_0-1-0_1.parquet"]
+    later = plan_clean(view, completed, 1, cleaned_before="3")
+    assert [f.path for f in later.files_to_delete] == ["b/f2_0-1-0_2.parquet"]
+    assert plan_clean(view, completed, 2, cleaned_before="3").files_to_delete == []
+    with pytest.raises(ValueError):
+        plan_clean(view, completed, 0)
