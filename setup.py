@@ -17,5 +17,5 @@ setup(
         "agate",
     ],
     extras_require={"test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter"]},
-    entry_points={},
+    entry_points={"console_scripts": ["hudilite = dbt.adapters.hudilite.cli:main"]},
 )

@@ -1,16 +1,20 @@
 """Record keys and partition paths, as Spark column expressions evaluated on the executors.
 
 - simple key: `str(value)` of one field; complex key: `f1:v1,f2:v2`.
-- auto key (RFC-76): `<instant>_<task partition>_<row in task>`. The row counter is the low
+- auto key (RFC-76): `<instant>_<task partition>_<row in task>`. The row index is the low
   33 bits of `monotonically_increasing_id()`, which Spark derives from the task's partition
-  and the row's position in it: deterministic when a task reruns over the same input, and
-  computed in the JVM, so keys cost next to nothing to make.
+  and the row's position in it: deterministic when a task reruns over the same input. Only
+  that integer crosses from the JVM to the Python writer, which builds the key strings with
+  vectorized Arrow kernels (`seqno_array`): strings are the costly thing to ship.
 - `_hoodie_commit_seqno` uses the same `<instant>_<task partition>_<row>` shape for every write.
 """
 
 from __future__ import annotations
 
 from typing import List, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -22,10 +26,14 @@ EMPTY_KEY_PART = "__empty__"
 _ROW_BITS = (1 << 33) - 1
 
 
-def task_row_id(instant: str) -> Column:
-    """`<instant>_<task partition>_<row in task>` for the task that evaluates it."""
-    row = F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS))
-    return F.concat_ws("_", F.lit(instant), F.spark_partition_id().cast("string"), row.cast("string"))
+def task_row_index() -> Column:
+    """The 0-based index of the row within the task that evaluates it."""
+    return F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS))
+
+
+def seqno_array(instant: str, task_partition: int, row_index: pa.Array) -> pa.Array:
+    """`<instant>_<task partition>_<row index>` for each row index."""
+    return pc.binary_join_element_wise(f"{instant}_{task_partition}_", pc.cast(row_index, pa.string()), "")
 
 
 def record_key(fields: Sequence[str], table: str) -> Column:

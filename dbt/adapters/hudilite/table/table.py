@@ -26,11 +26,9 @@ from .commit import (
 )
 from .file_group import BaseFile
 from .instant import COMMIT, REPLACE_COMMIT, Instant
-from .keygen import partition_path, record_key, task_row_id
+from .keygen import partition_path, record_key, task_row_index
 from .reader import changed_rows, read_base_files
 from .schema import (
-    COMMIT_SEQNO,
-    COMMIT_TIME,
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
@@ -43,7 +41,7 @@ from .schema import (
 from .storage import Storage
 from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
 from .transaction import WRITERS_DIR, WriteTransaction, claimed_instants, writer_path
-from .writer import WriteSpec, run_write_job
+from .writer import ROW_INDEX, WriteSpec, run_write_job
 
 CLEAN_STATE = PRIVATE_DIR + "/clean.json"
 Fields = Union[None, str, Sequence[str]]
@@ -159,9 +157,10 @@ class HudiTable:
             spec = WriteSpec(
                 base_path=self.storage.base_path, instant=txn.instant,
                 partitioned=bool(self.config.partition_fields),
-                partition_depth=len(self.config.partition_fields), **self.write_options,
+                partition_depth=len(self.config.partition_fields), auto_keys=self.config.auto_keys,
+                **self.write_options,
             )
-            stats = run_write_job(self._with_meta_columns(df, data_schema, txn.instant), spec)
+            stats = run_write_job(self._rows_for_writer(df, data_schema), spec)
             if replace == "table":
                 replaced = before.live_file_ids()
             elif replace == "partitions":
@@ -192,7 +191,9 @@ class HudiTable:
         current = self.schema()
         return incoming if current is None else check_compatible(current, incoming, self.name)
 
-    def _with_meta_columns(self, df: DataFrame, data_schema: T.StructType, instant: str) -> DataFrame:
+    def _rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
+        """The columns `writer.write_task` expects: row index in task, record key (unless
+        auto-generated), partition path, then the data columns in table order and types."""
         actual = {f.name.lower(): f for f in df.schema.fields}
         data = []
         for field in data_schema.fields:
@@ -201,21 +202,17 @@ class HudiTable:
             if source.dataType != field.dataType:
                 col = col.cast(field.dataType)
             data.append(col.alias(field.name))
-        staged = df.select(F.lit(instant).alias(COMMIT_TIME), task_row_id(instant).alias(COMMIT_SEQNO), *data)
-        key = (
-            F.col(COMMIT_SEQNO)
-            if self.config.auto_keys
-            else record_key(self._resolve(self.config.record_key_fields, data_schema), self.name)
+        meta = [task_row_index().alias(ROW_INDEX)]
+        if not self.config.auto_keys:
+            meta.append(record_key(self._resolve(self.config.record_key_fields, df.schema), self.name).alias(RECORD_KEY))
+        meta.append(
+            partition_path(
+                self._resolve(self.config.partition_fields, df.schema), self.config.hive_style_partitioning, self.name
+            ).alias(PARTITION_PATH)
         )
-        path = partition_path(
-            self._resolve(self.config.partition_fields, data_schema), self.config.hive_style_partitioning, self.name
-        )
-        out = staged.select(
-            F.col(COMMIT_TIME), F.col(COMMIT_SEQNO), key.alias(RECORD_KEY), path.alias(PARTITION_PATH),
-            *[F.col(_quote(f.name)) for f in data_schema.fields],
-        )
+        out = df.select(*meta, *data)
         # Tasks write one file group per partition path they meet: group their rows.
-        return out.sortWithinPartitions(PARTITION_PATH, COMMIT_SEQNO) if self.config.partition_fields else out
+        return out.sortWithinPartitions(PARTITION_PATH, ROW_INDEX) if self.config.partition_fields else out
 
     @staticmethod
     def _resolve(fields: List[str], schema: T.StructType) -> List[str]:

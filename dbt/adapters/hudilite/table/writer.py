@@ -1,8 +1,9 @@
 """The executor side of a write: each Spark task writes its own base files.
 
-`write_task` runs inside `mapInArrow`. Its rows arrive with four meta columns already made
-by Spark (commit time, seqno, record key, partition path) followed by the data columns,
-grouped by partition path. It writes one file group per partition path (rolling over to a
+`write_task` runs inside `mapInArrow`. Its rows arrive as the row's index in its task, the
+record key (unless keys are auto-generated), the partition path, then the data columns,
+grouped by partition path. The task makes the other meta columns itself: the commit time and
+file name are constants, the seqno (and an auto key) is built from the row index. It writes one file group per partition path (rolling over to a
 new one at the size limit), each file after its marker, and returns one write-stat row per
 file. The driver collects those rows; no data crosses back.
 """
@@ -21,7 +22,8 @@ import pyarrow.parquet as pq
 
 from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, relative_file_path, write_token
-from .schema import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from .keygen import seqno_array
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from .storage import Storage
 from .timeline import TMP_DIR
 from .transaction import marker_path
@@ -37,6 +39,7 @@ STATS_DDL = (
 # they cost a fraction of a byte each (dictionary encoding costs several).
 DELTA_ENCODED = (RECORD_KEY, COMMIT_SEQNO)
 ARROW_BATCH_ROWS = 100_000
+ROW_INDEX = "_hudilite_row_index"  # shipped to the writer, not written
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class WriteSpec:
     instant: str
     partitioned: bool
     partition_depth: int
+    auto_keys: bool
     row_group_bytes: int = 128 * 1024 * 1024  # in Arrow memory; about a third of that on disk
     max_file_bytes: int = 512 * 1024 * 1024
     fail_task_attempt: Optional[Tuple[int, int]] = None  # (task partition, attempt): tests only
@@ -68,12 +72,15 @@ def partition_metadata_text(instant: str, depth: int) -> str:
 class _OpenBaseFile:
     """One base file being written: buffers batches into large row groups."""
 
-    def __init__(self, spec: WriteSpec, storage: Storage, token: str, partition: str, schema: pa.Schema):
-        self.spec, self.storage, self.partition = spec, storage, partition
+    def __init__(self, spec: WriteSpec, storage: Storage, task_partition: int, token: str, partition: str,
+                 data_fields: List[pa.Field]):
+        self.spec, self.storage, self.partition, self.task_partition = spec, storage, partition, task_partition
         self.file_id = new_file_id()
         self.name = base_file_name(self.file_id, token, spec.instant)
         self.path = relative_file_path(partition, self.name)
-        self.schema = schema.insert(4, pa.field(FILE_NAME, pa.string()))
+        meta = [pa.field(name, pa.string()) for name in (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)]
+        self.schema = pa.schema(meta + data_fields)
+        self.commit_time_value = pa.scalar(spec.instant, pa.string())
         self.file_name_value = pa.scalar(self.name, pa.string())
         _ensure_partition_metadata(storage, partition, spec)
         storage.write_bytes(marker_path(spec.instant, self.path), b"")  # before the file: rollback finds it
@@ -85,10 +92,12 @@ class _OpenBaseFile:
         self.bytes_in = 0
 
     def add(self, batch: pa.RecordBatch) -> None:
-        batch = pa.RecordBatch.from_arrays(
-            batch.columns[:4] + [pa.repeat(self.file_name_value, batch.num_rows)] + batch.columns[4:],
-            schema=self.schema,
-        )
+        n, first_data = batch.num_rows, _partition_column(self.spec) + 1
+        seqno = seqno_array(self.spec.instant, self.task_partition, batch.column(0))
+        key = seqno if self.spec.auto_keys else batch.column(1)
+        meta = [pa.repeat(self.commit_time_value, n), seqno, key, batch.column(first_data - 1),
+                pa.repeat(self.file_name_value, n)]
+        batch = pa.RecordBatch.from_arrays(meta + batch.columns[first_data:], schema=self.schema)
         self.pending.append(batch)
         self.pending_bytes += batch.nbytes
         self.rows += batch.num_rows
@@ -123,13 +132,17 @@ def _ensure_partition_metadata(storage: Storage, partition: str, spec: WriteSpec
         storage.write_atomic(path, partition_metadata_text(spec.instant, spec.partition_depth).encode(), TMP_DIR)
 
 
-def _partition_runs(batch: pa.RecordBatch, partitioned: bool) -> Iterator[Tuple[str, pa.RecordBatch]]:
+def _partition_column(spec: WriteSpec) -> int:
+    return 1 if spec.auto_keys else 2
+
+
+def _partition_runs(batch: pa.RecordBatch, spec: WriteSpec) -> Iterator[Tuple[str, pa.RecordBatch]]:
     """Slices of consecutive rows that share a partition path."""
     n = batch.num_rows
     if n == 0:
         return
-    paths = batch.column(3)
-    if not partitioned:
+    paths = batch.column(_partition_column(spec))
+    if not spec.partitioned:
         yield paths[0].as_py(), batch
         return
     changes = pc.indices_nonzero(pc.not_equal(paths.slice(1), paths.slice(0, n - 1))).to_pylist()
@@ -150,12 +163,13 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     current: Optional[_OpenBaseFile] = None
     try:
         for batch in batches:
-            for partition, rows in _partition_runs(batch, spec.partitioned):
+            for partition, rows in _partition_runs(batch, spec):
                 if current is not None and (current.partition != partition or current.full):
                     stats.append(current.close())
                     current = None
                 if current is None:
-                    current = _OpenBaseFile(spec, storage, token, partition, rows.schema)
+                    data_fields = list(rows.schema)[_partition_column(spec) + 1 :]
+                    current = _OpenBaseFile(spec, storage, task_partition, token, partition, data_fields)
                 current.add(rows)
         if current is not None:
             stats.append(current.close())

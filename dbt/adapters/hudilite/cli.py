@@ -1,0 +1,57 @@
+"""`hudilite`: look at and look after hudilite tables from the shell.
+
+    hudilite timeline PATH            instants, operations, rows and files written
+    hudilite show PATH [--as-of T]    row count and the first rows of a snapshot
+    hudilite clean PATH --retain N    delete file slices older than the last N instants
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+
+def format_timeline(history: List[dict]) -> str:
+    header = f"{'instant':<19}{'action':<15}{'state':<11}{'operation':<24}{'rows':>10}{'files':>7}{'replaced':>10}"
+    lines = [header]
+    for h in history:
+        lines.append(
+            f"{h['instant']:<19}{h['action']:<15}{h['state']:<11}{h.get('operation', ''):<24}"
+            f"{h.get('rows_written', ''):>10}{h.get('files_written', ''):>7}{h.get('file_groups_replaced', ''):>10}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="hudilite", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("timeline", help="show a table's timeline")
+    p.add_argument("path")
+    p = sub.add_parser("show", help="show a snapshot")
+    p.add_argument("path")
+    p.add_argument("--as-of", default=None)
+    p.add_argument("--rows", type=int, default=10)
+    p = sub.add_parser("clean", help="delete file slices no retained instant reads")
+    p.add_argument("path")
+    p.add_argument("--retain", type=int, required=True)
+    args = parser.parse_args(argv)
+
+    from .session import spark_session
+    from .table import HudiTable
+
+    table = HudiTable.open(spark_session(conf={"spark.master": "local[2]"}), args.path)
+    if args.command == "timeline":
+        print(format_timeline(table.history()))
+    elif args.command == "show":
+        df = table.read(as_of=args.as_of)
+        print(f"{table.name}: {df.count()} rows")
+        df.show(args.rows, truncate=False)
+    elif args.command == "clean":
+        plan = table.clean(retain_commits=args.retain)
+        print(f"deleted {len(plan.files_to_delete)} files; earliest readable instant: {plan.earliest_retained}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
