@@ -42,16 +42,22 @@ def from_json(text: str) -> T.StructType:
     return T.StructType.fromJson(json.loads(text))
 
 
-def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, table: str) -> T.StructType:
+def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, table: str,
+                     drop_missing: bool = False) -> T.StructType:
     """The schema after writing `batch_schema` into a table of `table_schema`.
 
     Columns are matched by name (case-insensitively, as Spark does). A batch may add new
-    columns (they are appended); it may not drop a column or change a column's type."""
+    columns (they are appended) and, with `drop_missing`, leave columns out (they leave the
+    schema); it may not change a column's type beyond a lossless widening."""
     batch = {f.name.lower(): f for f in batch_schema.fields}
+    kept = []
     for f in table_schema.fields:
         got = batch.get(f.name.lower())
         if got is None:
+            if drop_missing:
+                continue
             raise SchemaError(f"table {table}: the new rows lack column '{f.name}' ({f.dataType.simpleString()})")
+        kept.append(f)
         if got.dataType != f.dataType and not _widens(f.dataType, got.dataType):
             raise SchemaError(
                 f"table {table}: column '{f.name}' is {f.dataType.simpleString()} in the table "
@@ -59,7 +65,7 @@ def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, tab
             )
     known = {f.name.lower() for f in table_schema.fields}
     added = [f for f in batch_schema.fields if f.name.lower() not in known]
-    return T.StructType(list(table_schema.fields) + [T.StructField(f.name, f.dataType, True) for f in added])
+    return T.StructType(kept + [T.StructField(f.name, f.dataType, True) for f in added])
 
 
 def _widens(table_type: T.DataType, batch_type: T.DataType) -> bool:

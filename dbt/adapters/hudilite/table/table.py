@@ -138,20 +138,23 @@ class HudiTable:
         return self._timeline.view(as_of).latest_base_files()
 
     # ---- writes -----------------------------------------------------------------------------
-    def insert(self, df: DataFrame) -> str:
+    # New rows may add columns to the table schema. With `drop_missing_columns`, columns they
+    # lack leave the table schema (earlier files keep them on disk; reads no longer show them).
+    def insert(self, df: DataFrame, drop_missing_columns: bool = False) -> str:
         """Append rows as new file groups (a commit); returns the instant."""
-        return self._write(df, COMMIT, INSERT, replace=None)
+        return self._write(df, COMMIT, INSERT, replace=None, schema_mode=_drop_or_evolve(drop_missing_columns))
 
-    def insert_overwrite(self, df: DataFrame) -> str:
+    def insert_overwrite(self, df: DataFrame, drop_missing_columns: bool = False) -> str:
         """Replace every partition present in `df` (a replacecommit); returns the instant."""
-        return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE, replace="partitions")
+        return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE, replace="partitions",
+                           schema_mode=_drop_or_evolve(drop_missing_columns))
 
     def insert_overwrite_table(self, df: DataFrame) -> str:
-        """Replace the whole table (a replacecommit); returns the instant."""
-        return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, replace="table")
+        """Replace the whole table, schema included (a replacecommit); returns the instant."""
+        return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, replace="table", schema_mode="replace")
 
-    def _write(self, df: DataFrame, action: str, operation: str, replace: Optional[str]) -> str:
-        data_schema = self._schema_after(df)
+    def _write(self, df: DataFrame, action: str, operation: str, replace: Optional[str], schema_mode: str) -> str:
+        data_schema = self._schema_after(df, schema_mode)
         with WriteTransaction(self.storage, self._timeline, action) as txn:
             before = self._timeline.view()
             spec = WriteSpec(
@@ -174,7 +177,7 @@ class HudiTable:
             txn.commit(metadata)
         return txn.instant
 
-    def _schema_after(self, df: DataFrame) -> T.StructType:
+    def _schema_after(self, df: DataFrame, schema_mode: str) -> T.StructType:
         incoming = T.StructType(
             [T.StructField(f.name, f.dataType, True) for f in df.schema.fields if f.name not in META_COLUMNS]
         )
@@ -189,7 +192,9 @@ class HudiTable:
                     f"({', '.join(f.name for f in incoming.fields)})"
                 )
         current = self.schema()
-        return incoming if current is None else check_compatible(current, incoming, self.name)
+        if current is None or schema_mode == "replace":
+            return incoming
+        return check_compatible(current, incoming, self.name, drop_missing=schema_mode == "drop_missing")
 
     def _rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
         """The columns `writer.write_task` expects: row index in task, record key (unless
@@ -271,6 +276,10 @@ class HudiTable:
         if not self.storage.exists(CLEAN_STATE):
             return None
         return json.loads(self.storage.read_text(CLEAN_STATE)).get("earliest_retained")
+
+
+def _drop_or_evolve(drop_missing_columns: bool) -> str:
+    return "drop_missing" if drop_missing_columns else "evolve"
 
 
 def _quote(name: str) -> str:

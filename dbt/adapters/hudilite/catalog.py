@@ -1,0 +1,184 @@
+"""Storage is the catalog: every hudilite table under `location_root` is a Spark table.
+
+A table at `<location_root>/<schema>/<name>` is registered in the Spark session's catalog as
+`<schema>.<name>`: an external parquet table whose path is a glob naming exactly the base
+files of its latest snapshot, with the table schema given. Plain SQL, `ref()` and
+`describe` see it like any table, and Spark's native scan reads it. The entry is rebuilt
+after every write, and for every table found on storage when a process starts, so a new
+`dbt run` resolves tables that an earlier one built. Views are kept beside the tables as
+their SQL text and re-created the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import threading
+from typing import Dict, List, Optional, Tuple
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from .table import HudiTable
+from .table.properties import PROPERTIES_FILE
+from .table.schema import with_meta_columns
+from .table.storage import Storage
+
+VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
+EMPTY_DIR = ".hoodie/.hudilite/empty"  # what an empty table's catalog entry points at
+_GLOB_SPECIAL = re.compile(r"([\\{}\[\]*?,])")
+
+
+def quote(*parts: str) -> str:
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def snapshot_glob(base_uri: str, relative_paths: List[str]) -> str:
+    """One Hadoop glob naming exactly these files (braces may span folders)."""
+    escaped = [_GLOB_SPECIAL.sub(r"\\\1", p) for p in relative_paths]
+    return f"{base_uri}/{{{','.join(escaped)}}}"
+
+
+class StorageCatalog:
+    _instances: Dict[Tuple[int, str], "StorageCatalog"] = {}
+    _instances_lock = threading.Lock()
+
+    @classmethod
+    def get(cls, spark: SparkSession, location_root: str) -> "StorageCatalog":
+        """The catalog of `location_root` for this session, synced with storage on first use."""
+        key = (id(spark), location_root)
+        with cls._instances_lock:
+            catalog = cls._instances.get(key)
+            if catalog is None:
+                catalog = cls(spark, location_root)
+                catalog.sync()
+                cls._instances[key] = catalog
+            return catalog
+
+    def __init__(self, spark: SparkSession, location_root: str):
+        self.spark = spark
+        self.storage = Storage(location_root)
+        self.root = self.storage.base_path
+        self._lock = threading.RLock()
+
+    # ---- where things live ------------------------------------------------------------------
+    def table_path(self, schema: str, name: str) -> str:
+        return posixpath.join(self.root, schema, name)
+
+    def is_table(self, schema: str, name: str) -> bool:
+        return self.storage.exists(posixpath.join(schema, name, PROPERTIES_FILE))
+
+    def open(self, schema: str, name: str) -> Optional[HudiTable]:
+        if not self.is_table(schema, name):
+            return None
+        return HudiTable.open(self.spark, self.table_path(schema, name))
+
+    def schemas(self) -> List[str]:
+        return sorted(n for n in self.storage.list_names("") if not n.startswith("."))
+
+    def tables(self, schema: str) -> List[str]:
+        return sorted(n for n in self.storage.list_names(schema) if not n.startswith(".") and self.is_table(schema, n))
+
+    # ---- the Spark catalog ------------------------------------------------------------------
+    def sync(self) -> None:
+        """Register every table and view found on storage."""
+        for schema in self.schemas():
+            for name in self.tables(schema):
+                self.register(schema, name)
+        self._restore_views()
+
+    def register(self, schema: str, name: str, table: Optional[HudiTable] = None) -> None:
+        table = table or self.open(schema, name)
+        if table is None:
+            return
+        files = [f.path for f in table.latest_base_files()]
+        if files:
+            path = snapshot_glob(self.table_path(schema, name), files)
+        else:
+            self.storage.make_dirs(posixpath.join(schema, name, EMPTY_DIR))
+            path = posixpath.join(self.table_path(schema, name), EMPTY_DIR)
+        spark_schema = with_meta_columns(table.schema() or T.StructType([]))
+        with self._lock:
+            self.spark.sql(f"create namespace if not exists {quote(schema)}")
+            self._drop_entry(schema, name)
+            self.spark.catalog.createTable(quote(schema, name), path=path, source="parquet", schema=spark_schema)
+
+    def _drop_entry(self, schema: str, name: str) -> None:
+        for kind in ("view", "table"):
+            try:
+                self.spark.sql(f"drop {kind} if exists {quote(schema, name)}")
+            except Exception:  # noqa: BLE001 - the other kind of entry holds the name
+                continue
+
+    def drop_table(self, schema: str, name: str) -> None:
+        with self._lock:
+            self._drop_entry(schema, name)
+        self.storage.delete_dir(posixpath.join(schema, name))
+
+    def drop_view(self, schema: str, name: str) -> None:
+        with self._lock:
+            self._drop_entry(schema, name)
+        self.forget_view(schema, name)
+
+    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
+        with self._lock:
+            self._drop_entry(schema, name)
+        self.storage.make_dirs(new_schema)
+        self.storage.filesystem.move(self.storage.full_path(posixpath.join(schema, name)),
+                                     self.storage.full_path(posixpath.join(new_schema, new_name)))
+        self.register(new_schema, new_name)
+
+    def drop_schema(self, schema: str) -> None:
+        with self._lock:
+            self.spark.sql(f"drop namespace if exists {quote(schema)} cascade")
+        self.storage.delete_dir(schema)
+
+    # ---- views ------------------------------------------------------------------------------
+    def remember_view(self, schema: str, name: str, sql: str) -> None:
+        self.storage.write_text(posixpath.join(schema, VIEWS_DIR, name + ".sql"), sql)
+
+    def forget_view(self, schema: str, name: str) -> None:
+        self.storage.delete_file(posixpath.join(schema, VIEWS_DIR, name + ".sql"))
+
+    def _restore_views(self) -> None:
+        pending = []
+        for schema in self.schemas():
+            for file_name in self.storage.list_names(posixpath.join(schema, VIEWS_DIR)):
+                if file_name.endswith(".sql"):
+                    sql = self.storage.read_text(posixpath.join(schema, VIEWS_DIR, file_name))
+                    pending.append((schema, file_name[: -len(".sql")], sql))
+        # Views may read views: create what resolves, then retry the rest until nothing moves.
+        while pending:
+            failed = []
+            for schema, name, sql in pending:
+                try:
+                    self.spark.sql(f"create namespace if not exists {quote(schema)}")
+                    self.spark.sql(f"create or replace view {quote(schema, name)} as {sql}")
+                except Exception:  # noqa: BLE001 - retried once its inputs exist
+                    failed.append((schema, name, sql))
+            if len(failed) == len(pending):
+                break
+            pending = failed
+
+    # ---- reads for SQL ----------------------------------------------------------------------
+    def _temp_view(self, prefix: str, schema: str, name: str, key: str, df: DataFrame) -> str:
+        digest = hashlib.sha1(f"{schema}.{name}.{key}".encode()).hexdigest()[:10]
+        view = re.sub(r"[^A-Za-z0-9_]", "_", f"{prefix}_{schema}_{name}_{digest}")
+        df.createOrReplaceTempView(view)
+        return view
+
+    def as_of_view(self, schema: str, name: str, as_of: str) -> str:
+        table = self._require(schema, name)
+        instant = table.resolve_instant(as_of)
+        return self._temp_view("hudilite_as_of", schema, name, instant, table.read(as_of=instant))
+
+    def changes_view(self, schema: str, name: str, start: str, end: Optional[str] = None) -> str:
+        table = self._require(schema, name)
+        return self._temp_view("hudilite_changes", schema, name, f"{start}-{end}", table.read_changes(start, end))
+
+    def _require(self, schema: str, name: str) -> HudiTable:
+        table = self.open(schema, name)
+        if table is None:
+            raise ValueError(f"{schema}.{name} is not a hudilite table under {self.root}")
+        return table

@@ -1,0 +1,78 @@
+"""The embedded SparkSession as a dbt connection.
+
+`method: session` runs Spark in this process (or as the driver of the cluster named by
+`spark.master`). Every statement goes through `HudiliteCursor`, which sends writes aimed at
+hudilite tables (INSERT INTO / INSERT OVERWRITE) to the table-format core, so plain SQL
+never drops stray files into a table.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
+from dbt.adapters.spark.connections import SparkConnectionManager
+from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
+from dbt_common.exceptions import DbtRuntimeError
+
+from .catalog import StorageCatalog
+from .credentials import HudiliteCredentials
+from .dml import route_statement
+from .session import spark_session
+
+
+def session_for(credentials: HudiliteCredentials):
+    conf = credentials.session_conf()
+    root = credentials.location_root or "lakehouse"
+    if "://" not in root:  # keep Spark's own warehouse folder out of the project directory
+        conf.setdefault("spark.sql.warehouse.dir", posixpath.join(root, ".spark-warehouse"))
+    return spark_session(conf=conf, app_name="dbt-hudilite")
+
+
+def catalog_for(credentials: HudiliteCredentials) -> StorageCatalog:
+    return StorageCatalog.get(session_for(credentials), credentials.location_root)
+
+
+class HudiliteCursor(Cursor):
+    def __init__(self, credentials: HudiliteCredentials) -> None:
+        super().__init__(server_side_parameters=credentials.server_side_parameters)
+        self.credentials = credentials
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        if parameters:
+            sql = sql % parameters
+        from pyspark.errors import AnalysisException
+
+        catalog = catalog_for(self.credentials)
+        try:
+            self._df = route_statement(catalog, sql)
+            if self._df is None:
+                self._df = catalog.spark.sql(sql)
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        self._rows = None
+
+
+class HudiliteConnection:
+    def __init__(self, credentials: HudiliteCredentials) -> None:
+        self.credentials = credentials
+
+    def cursor(self) -> HudiliteCursor:
+        return HudiliteCursor(self.credentials)
+
+
+class HudiliteConnectionManager(SparkConnectionManager):
+    TYPE = "hudilite"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        connection.handle = SessionConnectionWrapper(HudiliteConnection(connection.credentials))
+        connection.state = ConnectionState.OPEN
+        return connection
+
+    @classmethod
+    def get_response(cls, cursor: Any) -> AdapterResponse:
+        return AdapterResponse(_message="OK")

@@ -1,0 +1,58 @@
+"""Profile fields of `type: hudilite`: dbt-spark's, plus where tables live and Spark settings."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+from dbt_common.exceptions import DbtRuntimeError
+
+
+@dataclass
+class HudiliteCredentials(SparkCredentials):
+    method: SparkConnectionMethod = SparkConnectionMethod.SESSION  # type: ignore[assignment]
+    host: Optional[str] = "local"
+    # Tables live at <location_root>/<schema>/<alias>; default: lakehouse/ beside the project.
+    location_root: Optional[str] = None
+    # Spark settings for the embedded session (spark.master among them); dbt-spark's
+    # server_side_parameters are applied too.
+    spark_conf: Dict[str, str] = field(default_factory=dict)
+    # Keep the Spark catalog in a Hive metastore (Derby unless configured) instead of memory.
+    use_hive_metastore: bool = False
+
+    def __post_init__(self) -> None:
+        if str(self.method) != SparkConnectionMethod.SESSION.value:
+            raise DbtRuntimeError(
+                f"hudilite supports `method: session` only (got `{self.method}`); point `spark_conf: "
+                "{spark.master: ...}` at a cluster to run elsewhere"
+            )
+        super().__post_init__()
+        self.spark_conf = {str(k): str(v) for k, v in self.spark_conf.items()}
+
+    @property
+    def type(self) -> str:
+        return "hudilite"
+
+    @property
+    def unique_field(self) -> str:
+        return self.location_root or "lakehouse"
+
+    def _connection_keys(self) -> Tuple[str, ...]:
+        return ("method", "schema", "location_root", "spark_conf", "use_hive_metastore")
+
+    def resolve_location_root(self, project_root: Optional[str]) -> str:
+        """Make `location_root` absolute: relative paths are relative to the dbt project."""
+        root = self.location_root or "lakehouse"
+        if "://" not in root and not os.path.isabs(root):
+            root = os.path.abspath(os.path.join(project_root or os.getcwd(), root))
+        self.location_root = root
+        return root
+
+    def session_conf(self) -> Dict[str, str]:
+        conf = dict(self.server_side_parameters)
+        conf.update(self.spark_conf)
+        if self.use_hive_metastore:
+            conf["spark.sql.catalogImplementation"] = "hive"
+        return conf

@@ -1,0 +1,151 @@
+"""What a model build does to its table: config validation, the operation, schema changes.
+
+Pure functions over plain values, so the rules are unit-tested without Spark; the adapter
+applies the result with the table-format core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge")
+ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
+DEFAULT_RETAIN_COMMITS = 10
+
+# What a build does to the table.
+CREATE = "create"                      # a new table, then a commit
+OVERWRITE_TABLE = "insert_overwrite_table"
+INSERT = "insert"
+OVERWRITE_PARTITIONS = "insert_overwrite"
+
+
+class ModelConfigError(ValueError):
+    """A config mistake; the adapter reports it as a compilation error of the model."""
+
+
+def _as_list(value: Any) -> List[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+@dataclass
+class ModelConfig:
+    name: str
+    materialized: str = "table"
+    strategy: str = "append"
+    partition_by: List[str] = field(default_factory=list)
+    unique_key: List[str] = field(default_factory=list)
+    precombine_field: Optional[str] = None
+    on_schema_change: str = "ignore"
+    retain_commits: int = DEFAULT_RETAIN_COMMITS
+
+    @classmethod
+    def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
+        config = model.get("config", {}) or {}
+        return cls(
+            name=model.get("name") or model.get("alias") or "?",
+            materialized=config.get("materialized") or "table",
+            strategy=(config.get("incremental_strategy") or "append").lower(),
+            partition_by=_as_list(config.get("partition_by")),
+            unique_key=_as_list(config.get("unique_key")),
+            precombine_field=config.get("precombine_field"),
+            on_schema_change=(config.get("on_schema_change") or "ignore").lower(),
+            retain_commits=int(config.get("retain_commits") or DEFAULT_RETAIN_COMMITS),
+        )
+
+    def fail(self, message: str) -> ModelConfigError:
+        return ModelConfigError(f"model '{self.name}': {message}")
+
+
+def validate(config: ModelConfig, columns: Sequence[str]) -> None:
+    """Raise `ModelConfigError` for a config that cannot work with the model's columns."""
+    if config.materialized == "incremental":
+        if config.strategy not in STRATEGIES:
+            raise config.fail(
+                f"unknown incremental_strategy '{config.strategy}' (hudilite supports {', '.join(STRATEGIES)})"
+            )
+        if config.strategy == "merge" and not config.unique_key:
+            raise config.fail("incremental_strategy 'merge' needs a unique_key")
+        if config.strategy == "microbatch" and not config.partition_by:
+            raise config.fail(
+                "incremental_strategy 'microbatch' replaces the partitions of each batch: set partition_by "
+                "(for example a date column derived from event_time)"
+            )
+        if config.on_schema_change not in ON_SCHEMA_CHANGE:
+            raise config.fail(
+                f"unknown on_schema_change '{config.on_schema_change}' (one of {', '.join(ON_SCHEMA_CHANGE)})"
+            )
+    if config.retain_commits < 1:
+        raise config.fail("retain_commits must be at least 1")
+    known = {c.lower() for c in columns}
+    for setting, names in (("partition_by", config.partition_by), ("unique_key", config.unique_key),
+                           ("precombine_field", [config.precombine_field] if config.precombine_field else [])):
+        for name in names:
+            if name.lower() not in known:
+                raise config.fail(f"{setting} names column '{name}', which the model does not produce "
+                                  f"(it produces {', '.join(columns)})")
+
+
+def choose_operation(config: ModelConfig, table_exists: bool, full_refresh: bool) -> str:
+    if not table_exists:
+        return CREATE
+    if config.materialized != "incremental" or full_refresh:
+        return OVERWRITE_TABLE
+    if config.strategy == "merge":
+        raise config.fail(
+            "incremental_strategy 'merge' is validated but not implemented yet (it needs the record-level "
+            "index); use 'append' or 'insert_overwrite' until then"
+        )
+    if config.strategy == "append":
+        return INSERT
+    return OVERWRITE_PARTITIONS if config.partition_by else OVERWRITE_TABLE
+
+
+def table_layout_changed(config: ModelConfig, partition_fields: List[str], record_key_fields: List[str]) -> bool:
+    """A table's partitioning and record key are fixed when it is created."""
+    lower = lambda names: [n.lower() for n in names]  # noqa: E731
+    return lower(config.partition_by) != lower(partition_fields) or lower(config.unique_key) != lower(record_key_fields)
+
+
+@dataclass
+class SchemaPlan:
+    """How to shape the model's rows before an incremental write."""
+
+    columns: List[Tuple[str, Optional[str]]]  # (name, None: take the model's column | type: null of it)
+    drop_missing_columns: bool = False
+
+
+def plan_schema_change(config: ModelConfig, table: List[Tuple[str, str]], model: List[Tuple[str, str]]) -> SchemaPlan:
+    """`table` and `model` are (column, Spark type) lists, meta columns excluded."""
+    table_types = {n.lower(): (n, t) for n, t in table}
+    model_types = {n.lower(): (n, t) for n, t in model}
+    added = [n for n, _ in model if n.lower() not in table_types]
+    removed = [n for n, _ in table if n.lower() not in model_types]
+    retyped = [
+        f"{n} ({t} -> {model_types[n.lower()][1]})" for n, t in table
+        if n.lower() in model_types and model_types[n.lower()][1] != t
+    ]
+    changed = bool(added or removed or retyped)
+    mode = config.on_schema_change
+    if mode == "fail" and changed:
+        details = [f"added: {', '.join(added)}" if added else "", f"removed: {', '.join(removed)}" if removed else "",
+                   f"changed type: {', '.join(retyped)}" if retyped else ""]
+        raise config.fail(
+            "the source and target schemas of this incremental model are out of sync ("
+            + "; ".join(d for d in details if d) + "); set on_schema_change or run with --full-refresh"
+        )
+    if mode == "ignore":
+        if removed:
+            raise config.fail(
+                f"the model no longer produces column(s) {', '.join(removed)} of the table; with "
+                "on_schema_change='ignore' that fails: set on_schema_change or run with --full-refresh"
+            )
+        return SchemaPlan(columns=[(n, None) for n, _ in table])
+    if mode == "append_new_columns":
+        return SchemaPlan(columns=[(n, None if n.lower() in model_types else t) for n, t in table] + [(n, None) for n in added])
+    # sync_all_columns: the model's columns become the table's.
+    return SchemaPlan(columns=[(n, None) for n, _ in model], drop_missing_columns=True)

@@ -1,0 +1,6 @@
+{% materialization view, adapter='hudilite' %}
+  {%- set result = create_or_replace_view() -%}
+  {#- Kept on storage so that a later process (a new `dbt run`) re-creates it. -#}
+  {%- do adapter.hudilite_remember_view(this, compiled_code) -%}
+  {{ return(result) }}
+{% endmaterialization %}
