@@ -3,6 +3,8 @@ import sys
 
 import pytest
 
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
 
 def pytest_configure(config):
     # Spark's Python workers must run this interpreter (it has pyarrow and this package).
@@ -29,3 +31,16 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="class")
+def dbt_profile_target(tmp_path_factory):
+    """The hudilite profile of dbt-tests-adapter's `project` fixture: the embedded session,
+    tables under a fresh folder per test class."""
+    return {
+        "type": "hudilite",
+        "method": "session",
+        "host": "local",
+        "threads": 1,
+        "location_root": str(tmp_path_factory.mktemp("lakehouse")),
+    }
