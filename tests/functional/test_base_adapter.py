@@ -1,8 +1,12 @@
 """dbt-tests-adapter's base suites against the hudilite profile."""
 
+import getpass
+
 import pytest
 
+from dbt.tests.adapter.basic import expected_catalog
 from dbt.tests.adapter.basic.test_adapter_methods import BaseAdapterMethod
+from dbt.tests.adapter.basic.test_docs_generate import BaseDocsGenerate
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_empty import BaseEmpty
 from dbt.tests.adapter.basic.test_ephemeral import BaseEphemeral
@@ -69,3 +73,20 @@ class TestMicrobatch(BaseMicrobatch):
           event_time='event_time', batch_size='day', begin=modules.datetime.datetime(2020, 1, 1, 0, 0, 0)) }}
 select *, cast(event_time as date) as date_day from {{ ref('input_model') }}
 """
+
+
+class TestDocsGenerate(BaseDocsGenerate):
+    """Spark's type names; tables and views as Spark's catalog describes them, meta columns hidden."""
+
+    @pytest.fixture(scope="class")
+    def expected_catalog(self, project):
+        return expected_catalog.base_expected_catalog(
+            project,
+            role=getpass.getuser(),
+            id_type="bigint",
+            text_type="string",
+            time_type="timestamp",
+            view_type="view",
+            table_type="table",
+            model_stats=expected_catalog.no_stats(),
+        )

@@ -79,6 +79,19 @@ class HudiliteAdapter(SparkAdapter):
         catalog.rename_table(from_relation.schema, from_relation.identifier, to_relation.schema, to_relation.identifier)
         self.cache_renamed(from_relation, to_relation)
 
+    def _get_columns_for_catalog(self, relation: BaseRelation):
+        """dbt docs: Spark's type names, meta columns hidden, one owner for tables and views."""
+        spark = self.catalog.spark
+        fields = [f for f in spark.table(quote(relation.schema, relation.identifier)).schema.fields
+                  if f.name not in META_COLUMNS]
+        for index, field in enumerate(fields):
+            yield {
+                "table_database": None, "table_schema": relation.schema, "table_name": relation.identifier,
+                "table_type": str(relation.type), "table_owner": spark.sparkContext.sparkUser(),
+                "column_name": field.name, "column_index": index, "column_type": field.dataType.simpleString(),
+                "column_comment": (field.metadata or {}).get("comment"),
+            }
+
     # ---- builds -----------------------------------------------------------------------------
     @available
     def hudilite_build(self, relation: BaseRelation, sql: str, model: Dict[str, Any], full_refresh: bool) -> Dict[str, Any]:
