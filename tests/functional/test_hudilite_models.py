@@ -1,0 +1,184 @@
+"""hudilite's own dbt tests: each strategy's rows, timeline and what hudi-rs reads."""
+
+import os
+
+import pytest
+
+from dbt.adapters.hudilite.table import HudiTable
+from dbt.tests.util import run_dbt
+from tests.core.hudi_rs import assert_hudi_rs_agrees
+
+EVENTS_CSV = """event_id,day,page
+1,2026-11-01,/
+2,2026-11-01,/docs
+3,2026-11-02,/
+4,2026-11-02,/pricing
+5,2026-11-03,/
+"""
+
+# `batch` 1 reads days 01-02; batch 2 reads days 02-03 (day 02 again, with one row less).
+BATCH_FILTER = """
+{% if var('batch', 1) == 1 %} where day <= '2026-11-02' {% else %} where day >= '2026-11-02' and event_id <> 4 {% endif %}
+"""
+
+MODELS = {
+    "events_append.sql": "{{ config(materialized='incremental', partition_by='day') }}\n"
+                         "select * from {{ ref('raw_events') }}" + BATCH_FILTER,
+    "events_keyed.sql": "{{ config(materialized='incremental', unique_key='event_id') }}\n"
+                        "select * from {{ ref('raw_events') }}" + BATCH_FILTER,
+    "daily_overwrite.sql": "{{ config(materialized='incremental', incremental_strategy='insert_overwrite', partition_by='day') }}\n"
+                           "select * from {{ ref('raw_events') }}" + BATCH_FILTER,
+    "whole_overwrite.sql": "{{ config(materialized='incremental', incremental_strategy='insert_overwrite') }}\n"
+                           "select * from {{ ref('raw_events') }}" + BATCH_FILTER,
+    "page_counts.sql": "{{ config(materialized='table') }}\n"
+                       "select page, count(*) as views from {{ ref('raw_events') }}" + BATCH_FILTER + " group by page",
+}
+
+BAD_MODELS = {
+    "bad_strategy.sql": "{{ config(materialized='incremental', incremental_strategy='upsert_everything') }} select 1 as id",
+    "bad_partition.sql": "{{ config(materialized='incremental', partition_by='dt') }} select 1 as id",
+    "bad_key.sql": "{{ config(materialized='table', unique_key='customer_id') }} select 1 as id",
+    "merge_without_key.sql": "{{ config(materialized='incremental', incremental_strategy='merge') }} select 1 as id",
+    "merge_with_key.sql": "{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }} select 1 as id",
+}
+
+
+class HudiliteProject:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"raw_events.csv": EVENTS_CSV}
+
+    @staticmethod
+    def table(project, spark, name):
+        root = project.adapter.config.credentials.location_root
+        return HudiTable.open(spark, os.path.join(root, project.test_schema, name))
+
+    @staticmethod
+    def rows(project, relation, columns="event_id"):
+        return sorted(tuple(r) for r in project.run_sql(f"select {columns} from {project.test_schema}.{relation}", fetch="all"))
+
+
+class TestStrategies(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return MODELS
+
+    def test_two_runs_take_each_strategys_path(self, project, spark):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        first = {name: self.table(project, spark, name).timeline()[-1].timestamp
+                 for name in ("events_append", "daily_overwrite", "whole_overwrite", "page_counts")}
+        run_dbt(["run", "--vars", "{batch: 2}"])
+
+        # append, auto keys: every row of both batches, two commits.
+        append = self.table(project, spark, "events_append")
+        assert [i.action for i in append.timeline()] == ["commit", "commit"]
+        assert self.rows(project, "events_append") == [(1,), (2,), (3,), (3,), (4,), (5,)]
+        keys = [r[0] for r in project.run_sql(
+            f"select _hoodie_record_key from {project.test_schema}.events_append", fetch="all")]
+        assert len(set(keys)) == 6 and all(k.count("_") == 2 for k in keys)  # RFC-76 auto keys
+        assert append.config.record_key_fields == []
+
+        # append with a unique_key: that key is the record key.
+        keyed = self.table(project, spark, "events_keyed")
+        assert keyed.config.record_key_fields == ["event_id"]
+        assert sorted(r._hoodie_record_key for r in keyed.read().collect()) == ["1", "2", "3", "3", "4", "5"]
+
+        # insert_overwrite with partition_by: day 02 replaced, day 01 kept, day 03 added.
+        daily = self.table(project, spark, "daily_overwrite")
+        assert [i.action for i in daily.timeline()] == ["commit", "replacecommit"]
+        replaced = daily.commit_metadata(daily.timeline()[-1]).replaced_file_ids
+        assert set(replaced) == {"day=2026-11-02"}
+        assert set(replaced["day=2026-11-02"]) == {
+            f.file_id for f in daily.latest_base_files(as_of=first["daily_overwrite"]) if f.partition == "day=2026-11-02"}
+        assert self.rows(project, "daily_overwrite") == [(1,), (2,), (3,), (5,)]
+
+        # insert_overwrite without partition_by: the whole table.
+        whole = self.table(project, spark, "whole_overwrite")
+        assert whole.commit_metadata(whole.timeline()[-1]).operation == "INSERT_OVERWRITE_TABLE"
+        assert self.rows(project, "whole_overwrite") == [(3,), (5,)]
+
+        # table: a rebuild is a replacecommit; the first build stays readable by time travel.
+        table = self.table(project, spark, "page_counts")
+        assert [i.action for i in table.timeline()] == ["commit", "replacecommit"]
+        assert self.rows(project, "page_counts", "page, views") == [("/", 2)]
+        assert sorted(tuple(r) for r in table.read(as_of=first["page_counts"]).select("page", "views").collect()) == [
+            ("/", 2), ("/docs", 1), ("/pricing", 1)]
+
+        for name in MODELS:
+            assert_hudi_rs_agrees(self.table(project, spark, name[: -len(".sql")]))
+
+    def test_full_refresh_replaces_the_table_and_keeps_history(self, project, spark):
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "events_append"])
+        before = self.table(project, spark, "events_append").timeline()
+        run_dbt(["run", "--select", "events_append", "--full-refresh"])
+        after = self.table(project, spark, "events_append")
+        assert after.timeline()[:-1] == before
+        assert after.commit_metadata(after.timeline()[-1]).operation == "INSERT_OVERWRITE_TABLE"
+        assert self.rows(project, "events_append") == [(1,), (2,), (3,), (4,)]
+
+
+class TestTimeTravelAndChangesInSql(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events.sql": MODELS["events_append.sql"]}
+
+    def test_as_of_and_changes_macros(self, project, spark):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        first = self.table(project, spark, "events").timeline()[-1].timestamp
+        run_dbt(["run", "--vars", "{batch: 2}"])
+        models_dir = os.path.join(project.project_root, "models")
+        with open(os.path.join(models_dir, "events_then.sql"), "w") as f:
+            f.write("{{ config(materialized='table') }}\n"
+                    f"select event_id from {{{{ hudilite_as_of(ref('events'), '{first}') }}}}")
+        with open(os.path.join(models_dir, "events_new.sql"), "w") as f:
+            f.write("{{ config(materialized='table') }}\n"
+                    f"select event_id from {{{{ hudilite_changes(ref('events'), '{first}') }}}}")
+        run_dbt(["run", "--select", "events_then", "events_new"])
+        assert self.rows(project, "events_then") == [(1,), (2,), (3,), (4,)]
+        assert self.rows(project, "events_new") == [(3,), (5,)]
+
+
+class TestConfigErrors(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return BAD_MODELS
+
+    @pytest.mark.parametrize("model, message", [
+        ("bad_strategy", "model 'bad_strategy': unknown incremental_strategy 'upsert_everything'"),
+        ("bad_partition", "model 'bad_partition': partition_by names column 'dt', which the model does not produce"),
+        ("bad_key", "model 'bad_key': unique_key names column 'customer_id'"),
+        ("merge_without_key", "model 'merge_without_key': incremental_strategy 'merge' needs a unique_key"),
+    ])
+    def test_bad_config_fails_with_the_models_name_and_writes_nothing(self, project, model, message):
+        (result,) = run_dbt(["run", "--select", model], expect_pass=False)
+        assert "Compilation Error" in result.message and message in result.message
+        root = project.adapter.config.credentials.location_root
+        assert not os.path.exists(os.path.join(root, project.test_schema, model))
+
+    def test_merge_is_validated_but_not_built_yet(self, project):
+        run_dbt(["run", "--select", "merge_with_key"])  # first build creates the table
+        (result,) = run_dbt(["run", "--select", "merge_with_key"], expect_pass=False)
+        assert "incremental_strategy 'merge' is validated but not implemented yet" in result.message
+
+
+class TestSqlInsertGoesThroughTheCore(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events.sql": MODELS["events_append.sql"]}
+
+    def test_insert_into_and_overwrite(self, project, spark):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        schema = project.test_schema
+        project.run_sql(f"insert into {schema}.events (event_id, day) values (9, '2026-11-09')")
+        project.run_sql(f"insert overwrite table {schema}.events select 10, '2026-11-01', '/new'")
+        table = self.table(project, spark, "events")
+        assert [i.action for i in table.timeline()] == ["commit", "commit", "replacecommit"]
+        assert self.rows(project, "events", "event_id, cast(day as string), page") == [
+            (3, "2026-11-02", "/"), (4, "2026-11-02", "/pricing"), (9, "2026-11-09", None), (10, "2026-11-01", "/new")]
+        with pytest.raises(Exception, match="is a hudilite table: `delete from` is not supported"):
+            project.run_sql(f"delete from {schema}.events where event_id = 9")
+        assert_hudi_rs_agrees(table)
