@@ -33,9 +33,19 @@ def _wait_for(log_path: str, needle: str, proc: subprocess.Popen, timeout_s: flo
     raise TimeoutError(f"'{needle}' did not appear in {log_path}:\n{open(log_path).read()[-3000:]}")
 
 
+class Cluster(str):
+    """The master URL (spark://127.0.0.1:<port>), which can also tell what ran on it."""
+
+    master_log: str
+
+    def applications(self) -> list:
+        with open(self.master_log) as f:
+            return [line.split("Registered app ", 1)[1].split(" with ID")[0] for line in f if "Registered app " in line]
+
+
 @contextlib.contextmanager
 def standalone_cluster():
-    """Yields the master URL, spark://127.0.0.1:<port>."""
+    """Yields a `Cluster`: the master URL."""
     spark_home = os.path.dirname(pyspark.__file__)
     spark_class = os.path.join(spark_home, "bin", "spark-class")
     env = dict(os.environ, SPARK_HOME=spark_home, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
@@ -60,7 +70,9 @@ def standalone_cluster():
         )
         procs.append(worker)
         _wait_for(worker_log, "Successfully registered with master", worker)
-        yield url
+        cluster = Cluster(url)
+        cluster.master_log = master_log
+        yield cluster
     finally:
         for proc in reversed(procs):
             proc.terminate()

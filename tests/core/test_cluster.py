@@ -17,6 +17,7 @@ def test_write_and_read_through_a_standalone_cluster(spark, tmp_path):
             [sys.executable, os.path.join(os.path.dirname(__file__), "cluster_job.py"), master, path],
             capture_output=True, text=True, timeout=600,
         )
+        assert master.applications() == ["hudilite-cluster-test"]
     assert job.returncode == 0, job.stderr[-4000:]
     report = json.loads(next(l for l in job.stdout.splitlines() if l.startswith("REPORT "))[len("REPORT "):])
     assert report["driver_pid"] not in report["executor_pids"]

@@ -3,6 +3,7 @@
     hudilite timeline PATH            instants, operations, rows and files written
     hudilite show PATH [--as-of T]    row count and the first rows of a snapshot
     hudilite clean PATH --retain N    delete file slices older than the last N instants
+    hudilite tables ROOT              every table under a location_root: rows and timeline
 """
 
 from __future__ import annotations
@@ -35,12 +36,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("clean", help="delete file slices no retained instant reads")
     p.add_argument("path")
     p.add_argument("--retain", type=int, required=True)
+    p = sub.add_parser("tables", help="every table under a location_root, with rows and timeline")
+    p.add_argument("root")
     args = parser.parse_args(argv)
 
     from .session import spark_session
     from .table import HudiTable
 
-    table = HudiTable.open(spark_session(conf={"spark.master": "local[2]"}), args.path)
+    spark = spark_session(conf={"spark.master": "local[2]"})
+    if args.command == "tables":
+        from .catalog import StorageCatalog
+
+        catalog = StorageCatalog(spark, args.root)
+        for schema in catalog.schemas():
+            for name in catalog.tables(schema):
+                table = catalog.open(schema, name)
+                print(f"\n{schema}.{name}: {table.read().count()} rows, partitioned by "
+                      f"{', '.join(table.config.partition_fields) or 'nothing'}, record key "
+                      f"{', '.join(table.config.record_key_fields) or 'auto-generated'}")
+                print(format_timeline(table.history()))
+        return 0
+    table = HudiTable.open(spark, args.path)
     if args.command == "timeline":
         print(format_timeline(table.history()))
     elif args.command == "show":

@@ -128,7 +128,7 @@ class HudiliteAdapter(SparkAdapter):
         rows = [[_seed_text(v) for v in row] for row in agate_table.rows]
         text_schema = ", ".join(f"{quote(c)} string" for c, _ in columns)
         df = catalog.spark.createDataFrame(rows, text_schema) if columns else catalog.spark.createDataFrame([], "x string")
-        df = df.select(*[df[quote(c)].cast(t).alias(c) for c, t in columns])
+        df = df.select(*[df[quote(c)].cast(t).alias(c) for c, t in columns]).coalesce(1)  # seeds are small
         table = catalog.open(relation.schema, relation.identifier)
         if table is None:
             catalog.drop_view(relation.schema, relation.identifier)

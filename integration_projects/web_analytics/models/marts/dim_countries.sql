@@ -1,0 +1,1 @@
+select country_code, country_name, region from {{ ref('countries') }}

@@ -1,0 +1,3 @@
+select customer_id, name, country_code, plan, updated_at
+from {{ ref('raw_customers') }}
+where cast(updated_at as date) <= date '{{ var("run_date") }}'
