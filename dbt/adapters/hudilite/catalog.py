@@ -35,9 +35,19 @@ def quote(*parts: str) -> str:
 
 
 def snapshot_glob(base_uri: str, relative_paths: List[str]) -> str:
-    """One Hadoop glob naming exactly these files (braces may span folders)."""
-    escaped = [_GLOB_SPECIAL.sub(r"\\\1", p) for p in relative_paths]
-    return f"{base_uri}/{{{','.join(escaped)}}}"
+    """One Hadoop glob naming exactly these files (braces may span folders).
+
+    Hadoop ignores backslash escapes inside braces, so a glob character in a partition
+    folder becomes `?` (any one character). The match stays exact: base-file names carry a
+    UUID, so no other folder holds a file of the same name."""
+    alternatives = []
+    for path in relative_paths:
+        folder, name = posixpath.split(path)
+        if _GLOB_SPECIAL.search(name):
+            raise ValueError(f"not a base-file name: {name}")
+        alternatives.append(posixpath.join(_GLOB_SPECIAL.sub("?", folder), name) if folder else name)
+    escaped_base = _GLOB_SPECIAL.sub(r"\\\1", base_uri)  # outside braces, escapes work
+    return f"{escaped_base}/{{{','.join(alternatives)}}}"
 
 
 class StorageCatalog:

@@ -69,6 +69,9 @@ def route_statement(catalog, sql: str) -> Optional[DataFrame]:
     rows = rows.toDF(*names)
     if target_schema is not None:  # columns left out are null; values take the table's types
         given = {n.lower() for n in names}
+        unknown = sorted(given - {f.name.lower() for f in target_schema.fields})
+        if unknown:
+            raise ValueError(f"insert into {schema}.{name}: no column(s) {', '.join(unknown)} in the table")
         rows = rows.select(
             *[
                 (F.col(f"`{f.name}`") if f.name.lower() in given else F.lit(None)).cast(f.dataType).alias(f.name)

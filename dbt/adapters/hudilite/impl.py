@@ -104,10 +104,14 @@ class HudiliteAdapter(SparkAdapter):
         table = catalog.open(schema, name)
         if table is None:
             catalog.drop_view(schema, name)  # the model was a view before
-        elif m.table_layout_changed(config, table.config.partition_fields, table.config.record_key_fields) and (
-            config.materialized != "incremental" or full_refresh
-        ):
-            catalog.drop_table(schema, name)  # partitioning and key are fixed per table
+        elif m.table_layout_changed(config, table.config.partition_fields, table.config.record_key_fields):
+            if config.materialized == "incremental" and not full_refresh:
+                raise CompilationError(
+                    f"model '{config.name}': partition_by/unique_key ({config.partition_by}/{config.unique_key}) differ "
+                    f"from the table's ({table.config.partition_fields}/{table.config.record_key_fields}); they are "
+                    "fixed when the table is created: run with --full-refresh to rebuild it"
+                )
+            catalog.drop_table(schema, name)  # a rebuild with a new layout starts a new table
             table = None
         try:
             operation = m.choose_operation(config, table is not None, full_refresh)

@@ -1,0 +1,90 @@
+import pytest
+
+from dbt.adapters.hudilite import materialize as m
+from dbt.adapters.hudilite.catalog import snapshot_glob
+
+
+def config(**kw):
+    base = dict(name="orders", materialized="incremental")
+    base.update(kw)
+    return m.ModelConfig(**base)
+
+
+def test_config_from_a_dbt_node():
+    node = {"name": "orders", "config": {"materialized": "incremental", "incremental_strategy": "Insert_Overwrite",
+                                         "partition_by": "day", "unique_key": ["a", "b"], "retain_commits": 3}}
+    c = m.ModelConfig.from_node(node)
+    assert (c.strategy, c.partition_by, c.unique_key, c.retain_commits) == ("insert_overwrite", ["day"], ["a", "b"], 3)
+    assert m.ModelConfig.from_node({"name": "t", "config": {}}).strategy == "append"
+
+
+@pytest.mark.parametrize("kw, columns, message", [
+    (dict(strategy="upsert"), ["id"], "model 'orders': unknown incremental_strategy 'upsert'"),
+    (dict(strategy="merge"), ["id"], "incremental_strategy 'merge' needs a unique_key"),
+    (dict(strategy="microbatch"), ["id"], "'microbatch' replaces the partitions of each batch: set partition_by"),
+    (dict(partition_by=["day"]), ["id", "dt"], "partition_by names column 'day', which the model does not produce (it produces id, dt)"),
+    (dict(unique_key=["customer_id"]), ["id"], "unique_key names column 'customer_id'"),
+    (dict(on_schema_change="whatever"), ["id"], "unknown on_schema_change 'whatever'"),
+    (dict(retain_commits=0), ["id"], "retain_commits must be at least 1"),
+])
+def test_validation_names_the_model_and_the_problem(kw, columns, message):
+    with pytest.raises(m.ModelConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        m.validate(config(**kw), columns)
+
+
+def test_valid_configs_pass():
+    m.validate(config(partition_by=["DAY"], unique_key=["id"]), ["id", "day"])  # names match case-insensitively
+    m.validate(config(materialized="table", strategy="anything"), ["id"])  # strategies only matter for incremental
+
+
+@pytest.mark.parametrize("kw, exists, full_refresh, expected", [
+    (dict(materialized="table"), False, False, m.CREATE),
+    (dict(materialized="table"), True, False, m.OVERWRITE_TABLE),
+    (dict(), True, True, m.OVERWRITE_TABLE),
+    (dict(), True, False, m.INSERT),
+    (dict(strategy="insert_overwrite", partition_by=["d"]), True, False, m.OVERWRITE_PARTITIONS),
+    (dict(strategy="insert_overwrite"), True, False, m.OVERWRITE_TABLE),
+    (dict(strategy="microbatch", partition_by=["d"]), True, False, m.OVERWRITE_PARTITIONS),
+    (dict(strategy="merge", unique_key=["id"]), False, False, m.CREATE),
+])
+def test_operation_choice(kw, exists, full_refresh, expected):
+    assert m.choose_operation(config(**kw), exists, full_refresh) == expected
+
+
+def test_merge_on_an_existing_table_is_a_clear_error_for_now():
+    with pytest.raises(m.ModelConfigError, match="'merge' is validated but not implemented yet"):
+        m.choose_operation(config(strategy="merge", unique_key=["id"]), True, False)
+
+
+TABLE = [("id", "bigint"), ("a", "string"), ("b", "string")]
+
+
+def test_schema_change_ignore_keeps_the_table_columns():
+    plan = m.plan_schema_change(config(on_schema_change="ignore"), TABLE, TABLE + [("c", "int")])
+    assert plan.columns == [("id", None), ("a", None), ("b", None)] and not plan.drop_missing_columns
+    with pytest.raises(m.ModelConfigError, match="no longer produces column\\(s\\) b"):
+        m.plan_schema_change(config(on_schema_change="ignore"), TABLE, TABLE[:2])
+
+
+def test_schema_change_fail_lists_the_differences():
+    with pytest.raises(m.ModelConfigError, match=r"out of sync \(added: c; removed: b; changed type: a \(string -> int\)\)"):
+        m.plan_schema_change(config(on_schema_change="fail"), TABLE, [("id", "bigint"), ("a", "int"), ("c", "int")])
+    assert m.plan_schema_change(config(on_schema_change="fail"), TABLE, TABLE).columns == [(n, None) for n, _ in TABLE]
+
+
+def test_schema_change_append_and_sync():
+    model = [("id", "bigint"), ("a", "string"), ("c", "int")]
+    append = m.plan_schema_change(config(on_schema_change="append_new_columns"), TABLE, model)
+    assert append.columns == [("id", None), ("a", None), ("b", "string"), ("c", None)]
+    sync = m.plan_schema_change(config(on_schema_change="sync_all_columns"), TABLE, model)
+    assert sync.columns == [("id", None), ("a", None), ("c", None)] and sync.drop_missing_columns
+
+
+def test_layout_change():
+    assert not m.table_layout_changed(config(partition_by=["Day"]), ["day"], [])
+    assert m.table_layout_changed(config(partition_by=["day"], unique_key=["id"]), ["day"], [])
+
+
+def test_snapshot_glob_names_exact_files_and_escapes_glob_characters():
+    assert snapshot_glob("/t", ["p=a/f1.parquet", "f2.parquet"]) == "/t/{p=a/f1.parquet,f2.parquet}"
+    assert snapshot_glob("/t", ["p=a,b{1}/q=*/f.parquet"]) == "/t/{p=a?b?1?/q=?/f.parquet}"
