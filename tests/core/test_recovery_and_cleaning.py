@@ -2,6 +2,10 @@
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from pyspark.sql import functions as F
@@ -89,3 +93,30 @@ def test_cleaner_keeps_what_retained_instants_read_and_deletes_the_rest(spark, t
     assert on_disk == sorted(f.path for f in table.latest_base_files())
     assert sorted(r.id for r in table.read().collect()) == [200, 201]
     assert table.clean(retain_commits=1).files_to_delete == []
+
+
+def test_a_killed_writer_leaves_no_visible_commit_and_is_rolled_back(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    t1 = table.insert(spark.range(0, 10))
+    writer = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "killed_writer.py"), table.path],
+                              start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        committed = len(committed_files(table))
+        deadline = time.time() + 180
+        while time.time() < deadline and len(parquet_files_on_disk(table.path)) <= committed:
+            time.sleep(0.5)  # until task 0 has written its base file
+        assert len(parquet_files_on_disk(table.path)) == committed + 1, "the writer never wrote its first file"
+    finally:
+        os.killpg(writer.pid, signal.SIGKILL)
+        writer.wait()
+
+    pending = [i for i in table.timeline() if not i.is_completed]
+    assert len(pending) == 1 and pending[0].state == "INFLIGHT"
+    assert table.read().count() == 10  # the half-written instant is invisible
+    assert_hudi_rs_agrees(table)
+
+    t2 = table.insert(spark.range(10, 15))  # rolls the dead write back first
+    assert [i.timestamp for i in table.timeline()] == [t1, t2]
+    assert parquet_files_on_disk(table.path) == committed_files(table)
+    assert sorted(r.id for r in table.read().collect()) == list(range(15))
+    assert_hudi_rs_agrees(table)

@@ -197,6 +197,19 @@ def test_new_columns_are_appended_and_old_rows_read_null(spark, tmp_path):
     assert [f.name for f in table.schema().fields] == ["x", "note"]
     rows = sorted((r.x, r.note) for r in table.read().collect())
     assert rows == [(0, None), (1, None), (2, None), (3, "new"), (4, "new")]
+    assert_hudi_rs_agrees(table)
+
+
+def test_dropped_columns_and_whole_table_schema_replacement(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    t1 = table.insert(spark.range(2).select(F.col("id").alias("x"), F.lit("a").alias("old")))
+    table.insert(spark.range(2, 4).select(F.col("id").alias("x")), drop_missing_columns=True)
+    assert [f.name for f in table.schema().fields] == ["x"]
+    assert sorted(r.x for r in table.read().collect()) == [0, 1, 2, 3]
+    assert table.read(as_of=t1).columns[-1] == "old"  # older snapshots keep their schema
+    table.insert_overwrite_table(spark.range(1).select(F.col("id").cast("string").alias("x")))
+    assert table.schema().fields[0].dataType.simpleString() == "string"
+    assert [r.x for r in table.read().collect()] == ["0"]
 
 
 def test_empty_writes_and_empty_table(spark, tmp_path):
