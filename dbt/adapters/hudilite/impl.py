@@ -55,7 +55,10 @@ class HudiliteAdapter(SparkAdapter):
     # ---- relations: storage first ------------------------------------------------------------
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> List[BaseRelation]:
         self.catalog  # registers what storage holds before Spark is asked
-        return super().list_relations_without_caching(schema_relation)
+        relations = super().list_relations_without_caching(schema_relation)
+        # SHOW TABLES lists the session's temporary views (as-of and changes reads among them)
+        # in every schema; they belong to none.
+        return [r for r in relations if r.schema == schema_relation.schema]
 
     def drop_relation(self, relation: BaseRelation) -> None:
         catalog = self.catalog
