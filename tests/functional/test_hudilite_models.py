@@ -108,6 +108,12 @@ class TestStrategies(HudiliteProject):
         for name in MODELS:
             assert_hudi_rs_agrees(self.table(project, spark, name[: -len(".sql")]))
 
+        # dbt's column handling never sees the meta columns; SQL still can.
+        relation = project.adapter.Relation.create(schema=project.test_schema, identifier="events_append")
+        with project.adapter.connection_named("__test"):
+            columns = [c.name for c in project.adapter.get_columns_in_relation(relation)]
+        assert columns == ["event_id", "day", "page"]
+
     def test_full_refresh_replaces_the_table_and_keeps_history(self, project, spark):
         run_dbt(["seed"])
         run_dbt(["run", "--select", "events_append"])
@@ -181,4 +187,40 @@ class TestSqlInsertGoesThroughTheCore(HudiliteProject):
             (3, "2026-11-02", "/"), (4, "2026-11-02", "/pricing"), (9, "2026-11-09", None), (10, "2026-11-01", "/new")]
         with pytest.raises(Exception, match="is a hudilite table: `delete from` is not supported"):
             project.run_sql(f"delete from {schema}.events where event_id = 9")
+        assert_hudi_rs_agrees(table)
+
+
+MICROBATCH_INPUT = """
+{{ config(materialized='table', event_time='event_time') }}
+select 1 as id, timestamp '2020-01-01 10:00:00' as event_time
+union all select 2, timestamp '2020-01-02 10:00:00'
+union all select 3, timestamp '2020-01-02 11:00:00'
+"""
+
+MICROBATCH = """
+{{ config(materialized='incremental', incremental_strategy='microbatch', partition_by='event_day',
+          event_time='event_time', batch_size='day', begin=modules.datetime.datetime(2020, 1, 1)) }}
+select id, event_time, cast(event_time as date) as event_day from {{ ref('microbatch_input') }}
+"""
+
+
+class TestMicrobatchTimeline(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"microbatch_input.sql": MICROBATCH_INPUT, "batched.sql": MICROBATCH}
+
+    def test_each_batch_replaces_its_partition(self, project, spark):
+        from dbt.tests.util import patch_microbatch_end_time
+
+        with patch_microbatch_end_time("2020-01-02 18:00:00"):
+            run_dbt(["run"])
+        table = self.table(project, spark, "batched")
+        assert [i.action for i in table.timeline()] == ["commit", "replacecommit"]
+        assert self.rows(project, "batched", "id, cast(event_day as string)") == [
+            (1, "2020-01-01"), (2, "2020-01-02"), (3, "2020-01-02")]
+        with patch_microbatch_end_time("2020-01-02 18:00:00"):
+            run_dbt(["run", "--select", "batched", "--event-time-start", "2020-01-02", "--event-time-end", "2020-01-03"])
+        last = table.commit_metadata(table.timeline()[-1])
+        assert last.operation == "INSERT_OVERWRITE" and set(last.replaced_file_ids) == {"event_day=2020-01-02"}
+        assert self.rows(project, "batched", "id") == [(1,), (2,), (3,)]
         assert_hudi_rs_agrees(table)
