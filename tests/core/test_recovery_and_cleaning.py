@@ -70,6 +70,7 @@ def test_a_live_concurrent_writer_is_refused_and_nothing_changes(spark, tmp_path
         table.insert(spark.range(3).select("id", F.lit("a").alias("p")))
     assert os.path.exists(os.path.join(table.path, orphan))  # the other writer's file is untouched
     assert table.read().count() == 10
+    assert_hudi_rs_agrees(table)
 
 
 def test_cleaner_keeps_what_retained_instants_read_and_deletes_the_rest(spark, tmp_path):
@@ -86,6 +87,7 @@ def test_cleaner_keeps_what_retained_instants_read_and_deletes_the_rest(spark, t
     assert table.read().count() == 2
     with pytest.raises(TimelineError, match=f"instant {t2} was cleaned; the earliest readable instant is {t3}"):
         table.read(as_of=t2)
+    assert_hudi_rs_agrees(table)  # the retained instants, through hudi-rs too
 
     plan = table.clean(retain_commits=1)
     assert plan.earliest_retained == t4
@@ -93,6 +95,7 @@ def test_cleaner_keeps_what_retained_instants_read_and_deletes_the_rest(spark, t
     assert on_disk == sorted(f.path for f in table.latest_base_files())
     assert sorted(r.id for r in table.read().collect()) == [200, 201]
     assert table.clean(retain_commits=1).files_to_delete == []
+    assert_hudi_rs_agrees(table)
 
 
 def test_a_killed_writer_leaves_no_visible_commit_and_is_rolled_back(spark, tmp_path):

@@ -156,6 +156,7 @@ def test_auto_keys_compress_to_a_fraction_of_a_byte(spark, tmp_path):
             sizes[col.path_in_schema] = sizes.get(col.path_in_schema, 0) + col.total_compressed_size
     assert sizes["_hoodie_record_key"] / 100_000 <= 0.15
     assert sizes["_hoodie_commit_seqno"] / 100_000 <= 0.15
+    assert_hudi_rs_agrees(table)
 
 
 def test_a_failed_write_leaves_the_table_exactly_as_it_was(spark, tmp_path):
@@ -188,6 +189,7 @@ def test_bad_input_names_the_column(spark, tmp_path):
         table.insert(spark.range(3).select(F.col("id").alias("x"), F.lit("a/b").alias("day")))
     assert len(table.timeline()) == 1
     assert table.read().count() == 3
+    assert_hudi_rs_agrees(table)
 
 
 def test_new_columns_are_appended_and_old_rows_read_null(spark, tmp_path):
@@ -210,6 +212,7 @@ def test_dropped_columns_and_whole_table_schema_replacement(spark, tmp_path):
     table.insert_overwrite_table(spark.range(1).select(F.col("id").cast("string").alias("x")))
     assert table.schema().fields[0].dataType.simpleString() == "string"
     assert [r.x for r in table.read().collect()] == ["0"]
+    assert_hudi_rs_agrees(table)
 
 
 def test_empty_writes_and_empty_table(spark, tmp_path):
@@ -234,6 +237,7 @@ def test_snapshot_is_queryable_from_sql(spark, tmp_path):
     then = spark.sql("select count(*) n from events_then").first().n
     assert [(r.region, r.n) for r in now] == [("eu", 100), ("us", 100)]
     assert then == 100
+    assert_hudi_rs_agrees(table)
 
 
 def test_time_travel_by_timestamp_and_clear_error_before_first_instant(spark, tmp_path):
@@ -247,6 +251,7 @@ def test_time_travel_by_timestamp_and_clear_error_before_first_instant(spark, tm
     assert table.read(as_of=moment.isoformat()).count() == 3
     with pytest.raises(TimelineError, match="no completed instant at or before"):
         table.read(as_of="2000-01-01 00:00:00")
+    assert_hudi_rs_agrees(table)
 
 
 def test_hoodie_properties_as_hudi_rs_reads_them(spark, tmp_path):

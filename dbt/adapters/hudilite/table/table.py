@@ -272,6 +272,10 @@ class HudiTable:
                 self.storage.delete_file(writer_path(claimed))
         return plan
 
+    def earliest_readable_instant(self) -> Optional[str]:
+        """The oldest instant time travel can reach (None when the cleaner removed nothing)."""
+        return self._earliest_retained()
+
     def _earliest_retained(self) -> Optional[str]:
         if not self.storage.exists(CLEAN_STATE):
             return None
