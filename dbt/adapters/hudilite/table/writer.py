@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import posixpath
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
@@ -190,25 +189,14 @@ def _stats_arrow_schema() -> pa.Schema:
     return pa.schema([pa.field(name, types[kind]) for name, kind in fields])
 
 
-@contextmanager
-def _session_conf(spark, settings: dict):
-    old = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-
-
 def run_write_job(df, spec: WriteSpec) -> List[WriteStat]:
     """Run the write as one Spark job and return the successful task attempts' write stats."""
-    with _session_conf(df.sparkSession, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS)}):
-        rows = df.mapInArrow(functools.partial(write_task, spec), STATS_DDL).collect()
+    spark = df.sparkSession
+    # Larger Arrow batches halve the transfer cost (10k rows is Spark's default). Set, not
+    # restored: writes may run on several threads of one session.
+    if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
+    rows = df.mapInArrow(functools.partial(write_task, spec), STATS_DDL).collect()
     return [
         WriteStat(fileId=r["file_id"], path=r["path"], partitionPath=r["partition_path"],
                   prevCommit=r["prev_commit"], numWrites=r["num_writes"], numInserts=r["num_inserts"],
