@@ -95,6 +95,7 @@ def test_cleaner_keeps_what_retained_instants_read_and_deletes_the_rest(spark, t
     assert on_disk == sorted(f.path for f in table.latest_base_files())
     assert sorted(r.id for r in table.read().collect()) == [200, 201]
     assert table.clean(retain_commits=1).files_to_delete == []
+    assert table.validate() == []
     assert_hudi_rs_agrees(table)
 
 
@@ -115,6 +116,8 @@ def test_a_killed_writer_leaves_no_visible_commit_and_is_rolled_back(spark, tmp_
 
     pending = [i for i in table.timeline() if not i.is_completed]
     assert len(pending) == 1 and pending[0].state == "INFLIGHT"
+    assert table.validate() == [f"instant {pending[0].timestamp} (commit) is inflight: a write did not finish; "
+                                "the next write rolls it back"]
     assert table.read().count() == 10  # the half-written instant is invisible
     assert_hudi_rs_agrees(table)
 
@@ -122,4 +125,5 @@ def test_a_killed_writer_leaves_no_visible_commit_and_is_rolled_back(spark, tmp_
     assert [i.timestamp for i in table.timeline()] == [t1, t2]
     assert parquet_files_on_disk(table.path) == committed_files(table)
     assert sorted(r.id for r in table.read().collect()) == list(range(15))
+    assert table.validate() == []
     assert_hudi_rs_agrees(table)

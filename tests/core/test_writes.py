@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable, SchemaError
 from dbt.adapters.hudilite.table.file_group import parse_base_file_name
-from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_df
+from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow, rows_of_df
 
 
 def events(spark, start, count, regions=("us", "eu")):
@@ -81,8 +81,22 @@ def test_auto_keyed_partitioned_table_through_inserts_and_overwrites(spark, tmp_
     assert f"commitTime={t1}" in props and "partitionDepth=1" in props
     assert parquet_files_on_disk(table.path) == committed_files(table)
     assert not os.path.exists(os.path.join(table.path, ".hoodie", ".hudilite", "markers", t4))
+    assert table.validate() == []
 
     assert_hudi_rs_agrees(table)
+
+
+def test_validate_reports_stray_and_missing_files(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
+    table.insert(spark.range(4).select("id", F.lit("a").alias("p")))
+    assert table.validate() == []
+    stray = tmp_path / "t" / "p=a" / "part-00000-copied-by-hand.parquet"
+    stray.write_bytes(b"PAR1")
+    (committed,) = [f.path for f in table.latest_base_files()][:1]
+    os.remove(os.path.join(table.path, committed))
+    problems = table.validate()
+    assert any("stray file p=a/part-00000-copied-by-hand.parquet" in p for p in problems)
+    assert any(f"committed file {committed}" in p and "missing" in p for p in problems)
 
 
 def test_auto_keys_are_unique_and_shaped_like_rfc76(spark, tmp_path):
@@ -209,10 +223,13 @@ def test_dropped_columns_and_whole_table_schema_replacement(spark, tmp_path):
     assert [f.name for f in table.schema().fields] == ["x"]
     assert sorted(r.x for r in table.read().collect()) == [0, 1, 2, 3]
     assert table.read(as_of=t1).columns[-1] == "old"  # older snapshots keep their schema
+    assert_hudi_rs_agrees(table)
     table.insert_overwrite_table(spark.range(1).select(F.col("id").cast("string").alias("x")))
     assert table.schema().fields[0].dataType.simpleString() == "string"
     assert [r.x for r in table.read().collect()] == ["0"]
-    assert_hudi_rs_agrees(table)
+    # hudi-rs reads older snapshots cast to the latest schema (x as string), hudilite with
+    # their own; the latest snapshot must agree exactly.
+    assert rows_of_df(table.read()) == rows_of_arrow(hudi_rs_snapshot(table.path), table.read().columns)
 
 
 def test_empty_writes_and_empty_table(spark, tmp_path):

@@ -4,6 +4,7 @@
     hudilite show PATH [--as-of T]    row count and the first rows of a snapshot
     hudilite clean PATH --retain N    delete file slices older than the last N instants
     hudilite tables ROOT              every table under a location_root: rows and timeline
+    hudilite validate PATH            check the table is well-formed; exit 1 with a report if not
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("clean", help="delete file slices no retained instant reads")
     p.add_argument("path")
     p.add_argument("--retain", type=int, required=True)
+    p = sub.add_parser("validate", help="check that a table is well-formed")
+    p.add_argument("path")
     p = sub.add_parser("tables", help="every table under a location_root, with rows and timeline")
     p.add_argument("root")
     args = parser.parse_args(argv)
@@ -43,7 +46,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .session import spark_session
     from .table import HudiTable
 
-    spark = spark_session(conf={"spark.master": "local[2]"})
+    if args.command in ("timeline", "validate"):  # the timeline alone: no Spark needed
+        spark = None
+    else:
+        spark = spark_session(conf={"spark.master": "local[2]"})
     if args.command == "tables":
         from .catalog import StorageCatalog
 
@@ -63,6 +69,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         df = table.read(as_of=args.as_of)
         print(f"{table.name}: {df.count()} rows")
         df.show(args.rows, truncate=False)
+    elif args.command == "validate":
+        problems = table.validate()
+        for problem in problems:
+            print(f"PROBLEM: {problem}")
+        print(f"{table.name}: {'well-formed' if not problems else f'{len(problems)} problem(s)'}")
+        return 1 if problems else 0
     elif args.command == "clean":
         plan = table.clean(retain_commits=args.retain)
         print(f"deleted {len(plan.files_to_delete)} files; earliest readable instant: {plan.earliest_retained}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from typing import List
+from typing import List, Tuple
 
 import pyarrow.fs as pafs
 
@@ -112,6 +112,15 @@ class Storage:
         selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
         return [
             posixpath.relpath(i.path, root)
+            for i in self._fs.get_file_info(selector)
+            if i.type == pafs.FileType.File
+        ]
+
+    def list_files_with_sizes(self, rel: str) -> List[Tuple[str, int]]:
+        root = self.full_path(rel)
+        selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
+        return [
+            (posixpath.relpath(i.path, root), i.size)
             for i in self._fs.get_file_info(selector)
             if i.type == pafs.FileType.File
         ]

@@ -41,6 +41,7 @@ from .schema import (
 from .storage import Storage
 from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
 from .transaction import WRITERS_DIR, WriteTransaction, claimed_instants, writer_path
+from .validation import check_table, files_outside_hoodie
 from .writer import ROW_INDEX, WriteSpec, run_write_job
 
 CLEAN_STATE = PRIVATE_DIR + "/clean.json"
@@ -256,6 +257,19 @@ class HudiTable:
         df = self.read(as_of)
         df.createOrReplaceTempView(view_name)
         return df
+
+    def validate(self) -> List[str]:
+        """Problems that make the table ill-formed (empty when it is well-formed)."""
+        earliest = self._earliest_retained()
+        completed = [i.timestamp for i in self._timeline.completed()]
+        readable = [t for t in completed if earliest is None or t >= earliest]
+        required = {f.path for t in readable for f in self._timeline.view(t).latest_base_files()}
+        if earliest is None:
+            required |= {s.path for _, m in self._timeline.commits() for s in m.write_stats}
+        return check_table(
+            props.loads(self.storage.read_text(props.PROPERTIES_FILE)), self._timeline.commits(),
+            self._timeline.pending(), files_outside_hoodie(self.storage.list_files_with_sizes("")), required,
+        )
 
     # ---- table services ---------------------------------------------------------------------
     def clean(self, retain_commits: int = 10) -> CleanPlan:
