@@ -221,11 +221,6 @@ class HudiliteAdapter(SparkAdapter):
         except (TimelineError, ValueError) as err:
             raise CompilationError(f"{relation}: {err}") from None
 
-    @available
-    def hudilite_timeline(self, relation: BaseRelation) -> List[Dict[str, Any]]:
-        table = self.catalog.open(relation.schema, relation.identifier)
-        return table.history() if table else []
-
 
 def _shape(df, plan: m.SchemaPlan):
     from pyspark.sql import functions as F

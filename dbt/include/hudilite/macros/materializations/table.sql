@@ -1,10 +1,4 @@
+{#- First build: a commit; every rebuild: an INSERT_OVERWRITE_TABLE replacecommit. -#}
 {% materialization table, adapter='hudilite' %}
-  {%- set target_relation = this.incorporate(type='table') -%}
-  {{ run_hooks(pre_hooks) }}
-  {%- set result = adapter.hudilite_build(target_relation, compiled_code, model, true) -%}
-  {%- call noop_statement('main', result['message'], result['code'], result['rows']) -%}
-    {{ compiled_code }}
-  {%- endcall -%}
-  {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [target_relation]}) }}
+  {{ return(hudilite_build_model(true)) }}
 {% endmaterialization %}
