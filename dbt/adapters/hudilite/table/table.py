@@ -13,16 +13,20 @@ from typing import Dict, List, Optional, Sequence, Union
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from . import properties as props
 from .cleaner import CleanPlan, plan_clean
 from .commit import (
+    DELETE,
     INSERT,
     INSERT_OVERWRITE,
     INSERT_OVERWRITE_TABLE,
     SCHEMA_KEY,
     SPARK_SCHEMA_KEY,
+    UPSERT,
     CommitMetadata,
+    WriteStat,
 )
 from .file_group import BaseFile
 from .instant import COMMIT, REPLACE_COMMIT, Instant
@@ -42,7 +46,9 @@ from .storage import Storage
 from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
 from .transaction import WRITERS_DIR, WriteTransaction, claimed_instants, writer_path
 from .validation import check_table, files_outside_hoodie
-from .writer import ROW_INDEX, WriteSpec, run_write_job
+from .record_index import RecordIndex, entries_of
+from .upsert import IS_DELETED, deduplicate, keyed_batch, locate, new_rows, plan_rewrites, rewritten_rows, tombstones
+from .writer import ROW_INDEX, WriteSpec, rewrite_task, run_write_job, write_empty_slice, write_stat
 
 CLEAN_STATE = PRIVATE_DIR + "/clean.json"
 Fields = Union[None, str, Sequence[str]]
@@ -154,26 +160,102 @@ class HudiTable:
         """Replace the whole table, schema included (a replacecommit); returns the instant."""
         return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, replace="table", schema_mode="replace")
 
+    # ---- upserts and deletes through the record index -----------------------------------
+    def upsert(self, df: DataFrame) -> str:
+        """Insert new keys and replace the rows of existing ones (a commit); rows with a true
+        `_hoodie_is_deleted` column are deletes. Only touched file groups are rewritten."""
+        return self._upsert(df, UPSERT)
+
+    def delete(self, keys: DataFrame) -> str:
+        """Delete the rows whose record key fields `keys` holds (a commit)."""
+        current = self.schema() or T.StructType([])
+        present = {c.lower() for c in keys.columns}
+        filled = keys.select(*keys.columns, *[F.lit(None).cast(f.dataType).alias(f.name) for f in current.fields
+                                               if f.name.lower() not in present])
+        return self._upsert(filled.withColumn(IS_DELETED, F.lit(True)), DELETE)
+
+    def record_index(self) -> RecordIndex:
+        return RecordIndex(self.spark, self.storage)
+
+    def build_record_index(self, num_shards: Optional[int] = None) -> int:
+        """Build the index from the latest snapshot; returns its entries."""
+        latest = self._timeline.latest_completed()
+        if latest is None:
+            raise HudiTableError(f"table {self.name}: nothing to index before the first commit")
+        return self.record_index().build(self.read(), latest.timestamp, num_shards)
+
+    def _upsert(self, df: DataFrame, operation: str) -> str:
+        if self.config.auto_keys:
+            raise HudiTableError(f"table {self.name}: upsert and delete need a record key; this table's keys "
+                                 "are auto-generated (create it with record_key=...)")
+        data_schema = self._schema_after(df.drop(IS_DELETED), "evolve")
+        index = self.record_index()
+        if index.state() is None and self._timeline.latest_completed() is not None:
+            self.build_record_index()
+        with WriteTransaction(self.storage, self._timeline, COMMIT) as txn:
+            view = self._timeline.view()
+            completed = self._timeline.completed()
+            batch = keyed_batch(df, data_schema, self.config.record_key_fields, self.config.partition_fields,
+                                self.config.hive_style_partitioning, self.name)
+            batch = deduplicate(batch, self.config.precombine_field, self.name)
+            entries = index.read(completed, view) if index.state() else self.spark.createDataFrame([], "key string, partition string, file_id string")
+            tagged = locate(batch, entries).persist()
+            try:
+                touched = plan_rewrites(tagged)
+                current = {g.file_id: g for g in view.live_groups()}
+                spec = self._write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f, _ in touched},
+                                        deletes_per_file_group=dict(touched))
+                stats = []
+                if touched:
+                    rows = rewritten_rows(self.spark, self.storage, view, tagged, [f for f, _ in touched],
+                                          data_schema, self.config.precombine_field)
+                    stats += run_write_job(rows, spec, task=rewrite_task)
+                    arrow_schema = to_arrow_schema(data_schema)
+                    for file_id in sorted({f for f, _ in touched} - {s.fileId for s in stats}):
+                        stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
+                inserted = run_write_job(self._rows_for_writer(new_rows(tagged, data_schema), data_schema), spec)
+                stats += inserted
+                if index.state() is not None:
+                    index.write_delta(self._index_entries(inserted, data_schema).unionByName(tombstones(tagged)), txn.instant)
+            finally:
+                tagged.unpersist()
+            txn.commit(CommitMetadata(operation=operation, write_stats=stats, extra=self._schema_metadata(data_schema)))
+        if index.state() is None:  # the table's first rows came through upsert
+            self.build_record_index()
+        return txn.instant
+
+    def _index_entries(self, stats: List[WriteStat], data_schema: T.StructType) -> DataFrame:
+        """Keys of the files just written, read back (the key columns only)."""
+        files = [BaseFile(s.partitionPath, s.fileId, "", s.path, s.numWrites, s.fileSizeInBytes) for s in stats]
+        return entries_of(read_base_files(self.spark, self.storage, files, data_schema))
+
+    def _write_spec(self, instant: str, **extra) -> WriteSpec:
+        return WriteSpec(
+            base_path=self.storage.base_path, instant=instant, partitioned=bool(self.config.partition_fields),
+            partition_depth=len(self.config.partition_fields), auto_keys=self.config.auto_keys,
+            **self.write_options, **extra,
+        )
+
+    def _schema_metadata(self, data_schema: T.StructType) -> Dict[str, str]:
+        return {SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)}
+
     def _write(self, df: DataFrame, action: str, operation: str, replace: Optional[str], schema_mode: str) -> str:
         data_schema = self._schema_after(df, schema_mode)
         with WriteTransaction(self.storage, self._timeline, action) as txn:
             before = self._timeline.view()
-            spec = WriteSpec(
-                base_path=self.storage.base_path, instant=txn.instant,
-                partitioned=bool(self.config.partition_fields),
-                partition_depth=len(self.config.partition_fields), auto_keys=self.config.auto_keys,
-                **self.write_options,
-            )
-            stats = run_write_job(self._rows_for_writer(df, data_schema), spec)
+            stats = run_write_job(self._rows_for_writer(df, data_schema), self._write_spec(txn.instant))
             if replace == "table":
                 replaced = before.live_file_ids()
             elif replace == "partitions":
                 replaced = before.live_file_ids({s.partitionPath for s in stats})
             else:
                 replaced = {}
+            index = self.record_index()
+            if index.state() is not None:  # replaced file groups need no delta: their entries are not live
+                index.write_delta(self._index_entries(stats, data_schema), txn.instant)
             metadata = CommitMetadata(
                 operation=operation, write_stats=stats, replaced_file_ids=replaced,
-                extra={SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
+                extra=self._schema_metadata(data_schema),
             )
             txn.commit(metadata)
         return txn.instant

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import posixpath
-from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +51,9 @@ class WriteSpec:
     row_group_bytes: int = 128 * 1024 * 1024  # in Arrow memory; about a third of that on disk
     max_file_bytes: int = 512 * 1024 * 1024
     fail_task_attempt: Optional[Tuple[int, int]] = None  # (task partition, attempt): tests only
+    # Rewrites of existing file groups (upsert, delete): fileId -> the instant of its current slice.
+    prev_commits: Dict[str, str] = field(default_factory=dict)
+    deletes_per_file_group: Dict[str, int] = field(default_factory=dict)
 
 
 def parquet_writer(sink, schema: pa.Schema) -> pq.ParquetWriter:
@@ -71,15 +74,15 @@ def partition_metadata_text(instant: str, depth: int) -> str:
 class _OpenBaseFile:
     """One base file being written: buffers batches into large row groups."""
 
-    def __init__(self, spec: WriteSpec, storage: Storage, task_partition: int, token: str, partition: str,
-                 data_fields: List[pa.Field]):
-        self.spec, self.storage, self.partition, self.task_partition = spec, storage, partition, task_partition
-        self.file_id = new_file_id()
+    def __init__(self, spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
+                 file_id: Optional[str] = None, prev_commit: Optional[str] = None):
+        self.spec, self.storage, self.partition = spec, storage, partition
+        self.file_id = file_id or new_file_id()
+        self.prev_commit = prev_commit
         self.name = base_file_name(self.file_id, token, spec.instant)
         self.path = relative_file_path(partition, self.name)
         meta = [pa.field(name, pa.string()) for name in (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)]
         self.schema = pa.schema(meta + data_fields)
-        self.commit_time_value = pa.scalar(spec.instant, pa.string())
         self.file_name_value = pa.scalar(self.name, pa.string())
         _ensure_partition_metadata(storage, partition, spec)
         storage.write_bytes(marker_path(spec.instant, self.path), b"")  # before the file: rollback finds it
@@ -88,18 +91,19 @@ class _OpenBaseFile:
         self.pending: List[pa.RecordBatch] = []
         self.pending_bytes = 0
         self.rows = 0
+        self.changed_rows = 0
         self.bytes_in = 0
 
-    def add(self, batch: pa.RecordBatch) -> None:
-        n, first_data = batch.num_rows, _partition_column(self.spec) + 1
-        seqno = seqno_array(self.spec.instant, self.task_partition, batch.column(0))
-        key = seqno if self.spec.auto_keys else batch.column(1)
-        meta = [pa.repeat(self.commit_time_value, n), seqno, key, batch.column(first_data - 1),
-                pa.repeat(self.file_name_value, n)]
-        batch = pa.RecordBatch.from_arrays(meta + batch.columns[first_data:], schema=self.schema)
+    def add(self, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
+            data: List[pa.Array], changed_rows: int) -> None:
+        """Rows with their first four meta columns made; the file name is this file's."""
+        batch = pa.RecordBatch.from_arrays(
+            [commit_time, seqno, key, partition, pa.repeat(self.file_name_value, len(key))] + data, schema=self.schema
+        )
         self.pending.append(batch)
         self.pending_bytes += batch.nbytes
         self.rows += batch.num_rows
+        self.changed_rows += changed_rows
         self.bytes_in += batch.nbytes
         if self.pending_bytes >= self.spec.row_group_bytes:
             self._flush()
@@ -118,10 +122,13 @@ class _OpenBaseFile:
         self._flush()
         self.writer.close()
         self.sink.close()
+        rewrite = self.prev_commit is not None
         return {
             "partition_path": self.partition, "file_id": self.file_id, "path": self.path,
-            "prev_commit": None, "num_writes": self.rows, "num_inserts": self.rows,
-            "num_update_writes": 0, "num_deletes": 0, "file_size": self.storage.size(self.path),
+            "prev_commit": self.prev_commit, "num_writes": self.rows,
+            "num_inserts": 0 if rewrite else self.rows, "num_update_writes": self.changed_rows if rewrite else 0,
+            "num_deletes": self.spec.deletes_per_file_group.get(self.file_id, 0),
+            "file_size": self.storage.size(self.path),
         }
 
 
@@ -135,51 +142,105 @@ def _partition_column(spec: WriteSpec) -> int:
     return 1 if spec.auto_keys else 2
 
 
-def _partition_runs(batch: pa.RecordBatch, spec: WriteSpec) -> Iterator[Tuple[str, pa.RecordBatch]]:
-    """Slices of consecutive rows that share a partition path."""
+def _runs(batch: pa.RecordBatch, column: int) -> Iterator[Tuple[str, pa.RecordBatch]]:
+    """Slices of consecutive rows that share the value of one column."""
     n = batch.num_rows
     if n == 0:
         return
-    paths = batch.column(_partition_column(spec))
-    if not spec.partitioned:
-        yield paths[0].as_py(), batch
-        return
-    changes = pc.indices_nonzero(pc.not_equal(paths.slice(1), paths.slice(0, n - 1))).to_pylist()
+    values = batch.column(column)
+    changes = pc.indices_nonzero(pc.not_equal(values.slice(1), values.slice(0, n - 1))).to_pylist()
     starts = [0] + [i + 1 for i in changes]
-    ends = starts[1:] + [n]
-    for start, end in zip(starts, ends):
-        yield paths[start].as_py(), batch.slice(start, end - start)
+    for start, end in zip(starts, starts[1:] + [n]):
+        yield values[start].as_py(), batch.slice(start, end - start)
 
 
-def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _task_context(spec: WriteSpec) -> Tuple[int, int, str]:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
-    task_partition, attempt = ctx.partitionId(), ctx.attemptNumber()
-    token = write_token(task_partition, ctx.stageId(), attempt)
+    return ctx.partitionId(), ctx.attemptNumber(), write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber())
+
+
+def _finish(spec: WriteSpec, task_partition: int, attempt: int, stats: List[dict]) -> Iterator[pa.RecordBatch]:
+    if spec.fail_task_attempt == (task_partition, attempt):
+        raise RuntimeError(f"injected failure in task {task_partition} attempt {attempt}")
+    if stats:
+        yield pa.RecordBatch.from_pylist(stats, schema=_stats_arrow_schema())
+
+
+def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """New file groups: one per partition path the task meets (rolled over at the size limit)."""
+    task_partition, attempt, token = _task_context(spec)
     storage = Storage(spec.base_path)
     stats: List[dict] = []
+    first_data = _partition_column(spec) + 1
+    commit_time = pa.scalar(spec.instant, pa.string())
     current: Optional[_OpenBaseFile] = None
     try:
         for batch in batches:
-            for partition, rows in _partition_runs(batch, spec):
+            if batch.num_rows == 0:
+                continue
+            for partition, rows in _runs(batch, first_data - 1) if spec.partitioned else [("", batch)]:
                 if current is not None and (current.partition != partition or current.full):
                     stats.append(current.close())
                     current = None
                 if current is None:
-                    data_fields = list(rows.schema)[_partition_column(spec) + 1 :]
-                    current = _OpenBaseFile(spec, storage, task_partition, token, partition, data_fields)
-                current.add(rows)
+                    current = _OpenBaseFile(spec, storage, token, partition, list(rows.schema)[first_data:])
+                seqno = seqno_array(spec.instant, task_partition, rows.column(0))
+                key = seqno if spec.auto_keys else rows.column(1)
+                current.add(pa.repeat(commit_time, rows.num_rows), seqno, key, rows.column(first_data - 1),
+                            rows.columns[first_data:], rows.num_rows)
         if current is not None:
             stats.append(current.close())
             current = None
     finally:
         if current is not None:  # a failing task leaves its marker; the driver deletes the file
             current.sink.close()
-    if spec.fail_task_attempt == (task_partition, attempt):
-        raise RuntimeError(f"injected failure in task {task_partition} attempt {attempt}")
-    if stats:
-        yield pa.RecordBatch.from_pylist(stats, schema=_stats_arrow_schema())
+    yield from _finish(spec, task_partition, attempt, stats)
+
+
+# Rows of `rewrite_task` arrive grouped by file group as: file id, commit time and seqno (null
+# for a changed row, kept for an unchanged one), record key, partition path, data columns.
+REWRITE_META = 5
+
+
+def rewrite_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """New slices of existing file groups (Copy-On-Write): same fileId, this instant."""
+    task_partition, attempt, token = _task_context(spec)
+    storage = Storage(spec.base_path)
+    stats: List[dict] = []
+    row_index = 0
+    commit_time = pa.scalar(spec.instant, pa.string())
+    current: Optional[_OpenBaseFile] = None
+    try:
+        for batch in batches:
+            for file_id, rows in _runs(batch, 0):
+                if current is not None and current.file_id != file_id:
+                    stats.append(current.close())
+                    current = None
+                if current is None:
+                    current = _OpenBaseFile(spec, storage, token, rows.column(4)[0].as_py(),
+                                            list(rows.schema)[REWRITE_META:], file_id, spec.prev_commits[file_id])
+                changed = pc.is_null(rows.column(1))
+                n = rows.num_rows
+                new_seqno = seqno_array(spec.instant, task_partition, pa.array(range(row_index, row_index + n), pa.int64()))
+                row_index += n
+                current.add(pc.if_else(changed, commit_time, rows.column(1)), pc.if_else(changed, new_seqno, rows.column(2)),
+                            rows.column(3), rows.column(4), rows.columns[REWRITE_META:], pc.sum(changed).as_py() or 0)
+        if current is not None:
+            stats.append(current.close())
+            current = None
+    finally:
+        if current is not None:
+            current.sink.close()
+    yield from _finish(spec, task_partition, attempt, stats)
+
+
+def write_empty_slice(spec: WriteSpec, partition: str, file_id: str, data_schema: pa.Schema) -> dict:
+    """A file group whose every row was deleted gets an empty new slice."""
+    current = _OpenBaseFile(spec, Storage(spec.base_path), write_token(0, 0, 0), partition, list(data_schema),
+                            file_id, spec.prev_commits[file_id])
+    return current.close()
 
 
 @functools.lru_cache(maxsize=1)
@@ -189,18 +250,19 @@ def _stats_arrow_schema() -> pa.Schema:
     return pa.schema([pa.field(name, types[kind]) for name, kind in fields])
 
 
-def run_write_job(df, spec: WriteSpec) -> List[WriteStat]:
+def run_write_job(df, spec: WriteSpec, task=write_task) -> List[WriteStat]:
     """Run the write as one Spark job and return the successful task attempts' write stats."""
     spark = df.sparkSession
     # Larger Arrow batches halve the transfer cost (10k rows is Spark's default). Set, not
     # restored: writes may run on several threads of one session.
     if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
-    rows = df.mapInArrow(functools.partial(write_task, spec), STATS_DDL).collect()
-    return [
-        WriteStat(fileId=r["file_id"], path=r["path"], partitionPath=r["partition_path"],
-                  prevCommit=r["prev_commit"], numWrites=r["num_writes"], numInserts=r["num_inserts"],
-                  numUpdateWrites=r["num_update_writes"], numDeletes=r["num_deletes"],
-                  totalWriteBytes=r["file_size"], fileSizeInBytes=r["file_size"])
-        for r in rows
-    ]
+    rows = df.mapInArrow(functools.partial(task, spec), STATS_DDL).collect()
+    return [write_stat(r.asDict()) for r in rows]
+
+
+def write_stat(r: dict) -> WriteStat:
+    return WriteStat(fileId=r["file_id"], path=r["path"], partitionPath=r["partition_path"],
+                     prevCommit=r["prev_commit"], numWrites=r["num_writes"], numInserts=r["num_inserts"],
+                     numUpdateWrites=r["num_update_writes"], numDeletes=r["num_deletes"],
+                     totalWriteBytes=r["file_size"], fileSizeInBytes=r["file_size"])

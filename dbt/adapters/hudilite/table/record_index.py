@@ -1,0 +1,151 @@
+"""The record-level index (RFC-8): record key -> (partition path, fileId) for the snapshot.
+
+Kept under `.hoodie/.hudilite/record_index/` (hudilite's own; Hudi readers ignore it) in N
+hash shards, `shard = pmod(xxhash64(key), N)`. Each shard is a base file written when the
+index is built (`shard=<k>/<T>.base.parquet`, the snapshot as of T) plus one delta file per
+later commit that changed keys of the shard (`shard=<k>/<T>.delta.parquet`): inserted or
+moved keys with their new place, deleted keys as tombstones. Files are sorted by key.
+
+A delta is written inside its commit, after a marker, so the index at instant T is exactly
+the base plus the deltas of completed instants up to T; a failed write's delta is rolled back
+with its data. Entries pointing at file groups a replacecommit replaced are not live: the
+index reader drops them, so overwrites need no delta.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import posixpath
+import re
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .file_group import FileSystemView
+from .instant import Instant
+from .schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
+from .storage import Storage
+from .timeline import PRIVATE_DIR, TMP_DIR
+from .transaction import marker_path
+
+INDEX_DIR = PRIVATE_DIR + "/record_index"
+INDEX_STATE = INDEX_DIR + "/index.json"
+ENTRIES_PER_SHARD = 2_000_000
+MAX_SHARDS = 1024
+_SHARD_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
+ENTRY_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
+                          ("deleted", pa.bool_())])
+ENTRY_DDL = "key string, partition string, file_id string, deleted boolean"
+_SHARD_RESULT = pa.schema([("shard", pa.int32()), ("entries", pa.int64())])
+
+
+def file_id_of(file_name_column):
+    """The fileId part of a base-file name `<fileId>_<token>_<T>.parquet`."""
+    return F.substring_index(file_name_column, "_", 1)
+
+
+def shards_for(entries: int) -> int:
+    return max(1, min(MAX_SHARDS, -(-entries // ENTRIES_PER_SHARD)))
+
+
+def shard_path(shard: int, instant: str, kind: str) -> str:
+    return posixpath.join(INDEX_DIR, f"shard={shard}", f"{instant}.{kind}.parquet")
+
+
+def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: the rows of one shard (sorted by key) into one index file. A delta
+    belongs to a pending instant and gets a marker, so a rollback removes it."""
+    storage = Storage(base_path)
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    table = pa.concat_tables(tables)
+    shard = table.column("shard")[0].as_py()
+    path = shard_path(shard, instant, kind)
+    if kind == "delta":
+        storage.write_bytes(marker_path(instant, path), b"")
+    with storage.open_output(path) as sink:
+        pq.write_table(table.drop_columns(["shard"]).cast(ENTRY_SCHEMA), sink, compression="zstd",
+                       use_dictionary=["partition", "file_id"], column_encoding={"key": "DELTA_BYTE_ARRAY"},
+                       row_group_size=64 * 1024)
+    yield pa.RecordBatch.from_pylist([{"shard": shard, "entries": table.num_rows}], schema=_SHARD_RESULT)
+
+
+def entries_of(rows: DataFrame) -> DataFrame:
+    """Index entries for rows read from base files (with their meta columns)."""
+    return rows.select(F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"),
+                       file_id_of(F.col(FILE_NAME)).alias("file_id"), F.lit(False).alias("deleted"))
+
+
+class RecordIndex:
+    def __init__(self, spark: SparkSession, storage: Storage):
+        self.spark = spark
+        self.storage = storage
+
+    def state(self) -> Optional[dict]:
+        if not self.storage.exists(INDEX_STATE):
+            return None
+        return json.loads(self.storage.read_text(INDEX_STATE))
+
+    @property
+    def num_shards(self) -> int:
+        return self.state()["num_shards"]
+
+    def shard(self, key_column):
+        return F.pmod(F.xxhash64(key_column), F.lit(self.num_shards)).cast("int")
+
+    def _write(self, entries: DataFrame, instant: str, kind: str, num_shards: int) -> int:
+        keyed = entries.withColumn("shard", F.pmod(F.xxhash64("key"), F.lit(num_shards)).cast("int"))
+        task = functools.partial(_write_shard_task, self.storage.base_path, instant, kind)
+        rows = (keyed.repartition(num_shards, "shard").sortWithinPartitions("key")
+                .mapInArrow(task, "shard int, entries long").collect())
+        return sum(r.entries for r in rows)
+
+    def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
+        """Bootstrap from a snapshot (a DataFrame with the meta columns) as of the completed
+        `instant`. The state file is written last: a build that dies is simply redone."""
+        entries = entries_of(snapshot)
+        shards = num_shards or shards_for(entries.count())
+        written = self._write(entries, instant, "base", shards)
+        state = {"num_shards": shards, "base_instant": instant, "entries_at_build": written}
+        self.storage.write_atomic(INDEX_STATE, json.dumps(state).encode(), TMP_DIR)
+        return written
+
+    def write_delta(self, entries: DataFrame, instant: str) -> int:
+        """Changes made by `instant` (key, partition, file_id, deleted), inside its commit."""
+        return self._write(entries, instant, "delta", self.num_shards)
+
+    def visible_files(self, completed: List[Instant], as_of: Optional[str] = None) -> Dict[int, List[Tuple[str, str]]]:
+        """Per shard, the (instant, path) of the base and the deltas the index at `as_of` reads."""
+        state = self.state()
+        done = {i.timestamp for i in completed if as_of is None or i.timestamp <= as_of}
+        out: Dict[int, List[Tuple[str, str]]] = {}
+        for shard in range(state["num_shards"]):
+            folder = posixpath.join(INDEX_DIR, f"shard={shard}")
+            for name in self.storage.list_names(folder):
+                m = _SHARD_FILE.match(name)
+                if not m:
+                    continue
+                instant, kind = m.groups()
+                if (kind == "base" and instant == state["base_instant"]) or (
+                        kind == "delta" and instant > state["base_instant"] and instant in done):
+                    out.setdefault(shard, []).append((instant, posixpath.join(folder, name)))
+        return out
+
+    def read(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
+        """The live entries (key, partition, file_id) of the snapshot at `as_of`."""
+        files = [(instant, path) for per_shard in self.visible_files(completed, as_of).values() for instant, path in per_shard]
+        if not files:
+            return self.spark.createDataFrame([], "key string, partition string, file_id string")
+        entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[self.storage.uri(p) for _, p in files])
+                   .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
+        latest = entries.groupBy("key").agg(F.max_by(F.struct("partition", "file_id", "deleted"), "instant").alias("e"))
+        live_ids = [g.file_id for g in view.live_groups()]
+        live = self.spark.createDataFrame([(i,) for i in live_ids], "file_id string")
+        return (latest.where(~F.col("e.deleted"))
+                .select("key", F.col("e.partition").alias("partition"), F.col("e.file_id").alias("file_id"))
+                .join(F.broadcast(live), "file_id").select("key", "partition", "file_id"))
