@@ -1,5 +1,7 @@
 """Upserts and deletes through the record index, read back through hudi-rs."""
 
+import os
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -63,3 +65,39 @@ def test_upsert_errors(spark, tmp_path):
     with pytest.raises(HudiTableError, match="need a record key"):
         auto.upsert(customers(spark, [(1, "a", "eu", 1)]))
     assert len(keyed.timeline()) == 1
+
+
+def test_validate_finds_an_index_out_of_step(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id")
+    table.insert(customers(spark, [(1, "a", "eu", 1), (2, "b", "eu", 1)]))
+    table.upsert(customers(spark, [(3, "c", "us", 1)]))
+    assert table.validate() == []
+    index = table.record_index()
+    state = index.state()
+    table.build_record_index(num_shards=state["num_shards"])  # rebuilt as of now: fine
+    assert table.validate() == []
+    # An index built before the last commit, without its delta, misses key 4.
+    latest = table.timeline()[-1].timestamp
+    t4 = table.insert(customers(spark, [(4, "d", "eu", 1)]))
+    for shard_dir in os.listdir(os.path.join(table.path, ".hoodie/.hudilite/record_index")):
+        delta = os.path.join(table.path, ".hoodie/.hudilite/record_index", shard_dir, f"{t4}.delta.parquet")
+        if os.path.exists(delta):
+            os.remove(delta)
+    problems = table.validate()
+    assert any("record index lacks key '4'" in p for p in problems), (latest, problems)
+
+
+def test_index_compaction_folds_deltas_into_a_new_base(spark, tmp_path, monkeypatch):
+    from dbt.adapters.hudilite.table import record_index
+
+    monkeypatch.setattr(record_index, "COMPACT_AFTER_DELTAS", 1)
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id")
+    table.insert(customers(spark, [(1, "a", "eu", 1)]))
+    table.build_record_index(num_shards=1)
+    table.upsert(customers(spark, [(2, "b", "eu", 1)]))
+    t3 = table.upsert(customers(spark, [(3, "c", "eu", 1), (1, "a2", "eu", 2)]))  # second delta: compacts
+    index = table.record_index()
+    assert index.state()["base_instant"] == t3
+    assert os.listdir(os.path.join(table.path, ".hoodie/.hudilite/record_index/shard=0")) == [f"{t3}.base.parquet"]
+    assert table.validate() == []
+    assert sorted((r.id, r.name) for r in table.read().collect()) == [(1, "a2"), (2, "b"), (3, "c")]

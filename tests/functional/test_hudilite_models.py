@@ -39,7 +39,6 @@ BAD_MODELS = {
     "bad_partition.sql": "{{ config(materialized='incremental', partition_by='dt') }} select 1 as id",
     "bad_key.sql": "{{ config(materialized='table', unique_key='customer_id') }} select 1 as id",
     "merge_without_key.sql": "{{ config(materialized='incremental', incremental_strategy='merge') }} select 1 as id",
-    "merge_with_key.sql": "{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }} select 1 as id",
 }
 
 
@@ -164,10 +163,6 @@ class TestConfigErrors(HudiliteProject):
         root = project.adapter.config.credentials.location_root
         assert not os.path.exists(os.path.join(root, project.test_schema, model))
 
-    def test_merge_is_validated_but_not_built_yet(self, project):
-        run_dbt(["run", "--select", "merge_with_key"])  # first build creates the table
-        (result,) = run_dbt(["run", "--select", "merge_with_key"], expect_pass=False)
-        assert "incremental_strategy 'merge' is validated but not implemented yet" in result.message
 
 
 class TestSqlInsertGoesThroughTheCore(HudiliteProject):
@@ -223,4 +218,42 @@ class TestMicrobatchTimeline(HudiliteProject):
         last = table.commit_metadata(table.timeline()[-1])
         assert last.operation == "INSERT_OVERWRITE" and set(last.replaced_file_ids) == {"event_day=2020-01-02"}
         assert self.rows(project, "batched", "id") == [(1,), (2,), (3,)]
+        assert_hudi_rs_agrees(table)
+
+
+MERGE_MODEL = """
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id', partition_by='day',
+          precombine_field='version') }}
+{% if var('batch', 1) == 1 %}
+select event_id, day, page, 1 as version, false as _hoodie_is_deleted from {{ ref('raw_events') }}
+{% else %}
+select 2 as event_id, date '2026-11-01' as day, '/docs/v2' as page, 2 as version, false as _hoodie_is_deleted
+union all select 4, date '2026-11-02', '/pricing', 1, true
+union all select 6, date '2026-11-04', '/new', 1, false
+{% endif %}
+"""
+
+
+class TestMerge(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events_merged.sql": MERGE_MODEL}
+
+    def test_merge_updates_inserts_and_deletes_through_the_index(self, project, spark):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        table = self.table(project, spark, "events_merged")
+        first = table.timeline()[-1].timestamp
+        groups_before = {f.partition: f.file_id for f in table.latest_base_files()}
+        run_dbt(["run", "--vars", "{batch: 2}"])
+        assert self.rows(project, "events_merged", "event_id, page") == [
+            (1, "/"), (2, "/docs/v2"), (3, "/"), (5, "/"), (6, "/new")]
+        last = table.timeline()[-1]
+        stats = table.commit_metadata(last).write_stats
+        rewritten = {s.partitionPath: s for s in stats if s.prevCommit}
+        assert set(rewritten) == {"day=2026-11-01", "day=2026-11-02"}  # day 03 untouched
+        assert all(s.fileId == groups_before[p] and s.prevCommit == first for p, s in rewritten.items())
+        assert [s.partitionPath for s in stats if not s.prevCommit] == ["day=2026-11-04"]
+        assert "_hoodie_is_deleted" not in [f.name for f in table.schema().fields]
+        assert table.validate() == []
         assert_hudi_rs_agrees(table)

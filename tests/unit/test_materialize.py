@@ -51,9 +51,12 @@ def test_operation_choice(kw, exists, full_refresh, expected):
     assert m.choose_operation(config(**kw), exists, full_refresh) == expected
 
 
-def test_merge_on_an_existing_table_is_a_clear_error_for_now():
-    with pytest.raises(m.ModelConfigError, match="'merge' is validated but not implemented yet"):
-        m.choose_operation(config(strategy="merge", unique_key=["id"]), True, False)
+def test_merge_is_an_upsert_and_refuses_options_not_built_yet():
+    assert m.choose_operation(config(strategy="merge", unique_key=["id"]), True, False) == m.UPSERT
+    node = {"name": "orders", "config": {"materialized": "incremental", "incremental_strategy": "merge",
+                                         "unique_key": "id", "merge_exclude_columns": ["a"]}}
+    with pytest.raises(m.ModelConfigError, match="merge_exclude_columns not supported yet"):
+        m.validate(m.ModelConfig.from_node(node), ["id", "a"])
 
 
 TABLE = [("id", "bigint"), ("a", "string"), ("b", "string")]

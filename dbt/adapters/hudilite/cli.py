@@ -46,7 +46,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .session import spark_session
     from .table import HudiTable
 
-    if args.command in ("timeline", "validate"):  # the timeline alone: no Spark needed
+    if args.command == "timeline":  # the timeline alone: no Spark needed
         spark = None
     else:
         spark = spark_session(conf={"spark.master": "local[2]"})

@@ -169,14 +169,21 @@ class HudiliteAdapter(SparkAdapter):
                     catalog.spark, catalog.table_path(schema, name), name, partition_by=config.partition_by,
                     record_key=config.unique_key, precombine=config.precombine_field, database=schema,
                 )
-                instant = table.insert(df)
+                merges = config.materialized == "incremental" and config.strategy == "merge"
+                instant = table.upsert(df) if merges else table.insert(df)
             elif operation == m.OVERWRITE_TABLE:
                 instant = table.insert_overwrite_table(df)
             else:
                 plan = self._schema_plan(config, table, df)
                 df = _shape(df, plan)
-                write = table.insert if operation == m.INSERT else table.insert_overwrite
-                instant = write(df, drop_missing_columns=plan.drop_missing_columns)
+                if operation == m.UPSERT:
+                    if plan.drop_missing_columns:
+                        raise m.ModelConfigError(f"model '{config.name}': on_schema_change='sync_all_columns' cannot "
+                                                 "drop columns of a merge model yet; run with --full-refresh")
+                    instant = table.upsert(df)
+                else:
+                    write = table.insert if operation == m.INSERT else table.insert_overwrite
+                    instant = write(df, drop_missing_columns=plan.drop_missing_columns)
         except (m.ModelConfigError, SchemaError, TimelineError) as err:
             raise CompilationError(_name_model(config, err)) from None
         except DbtRuntimeError:
@@ -198,7 +205,8 @@ class HudiliteAdapter(SparkAdapter):
     def _schema_plan(config: m.ModelConfig, table: HudiTable, df) -> m.SchemaPlan:
         current = table.schema()
         table_columns = [(f.name, f.dataType.simpleString()) for f in current.fields] if current else []
-        model_columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name not in META_COLUMNS]
+        model_columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields
+                         if f.name not in META_COLUMNS and f.name.lower() != m.DELETE_FLAG]
         return m.plan_schema_change(config, table_columns, model_columns)
 
     # ---- reads in SQL -----------------------------------------------------------------------
@@ -226,11 +234,13 @@ def _shape(df, plan: m.SchemaPlan):
     from pyspark.sql import functions as F
 
     actual = {c.lower(): c for c in df.columns}
+    flag = [F.col(quote(actual[m.DELETE_FLAG]))] if m.DELETE_FLAG in actual else []  # merge deletes ride along
     return df.select(
         *[
             F.col(quote(actual[name.lower()])).alias(name) if null_type is None else F.lit(None).cast(null_type).alias(name)
             for name, null_type in plan.columns
-        ]
+        ],
+        *flag,
     )
 
 

@@ -18,6 +18,8 @@ CREATE = "create"                      # a new table, then a commit
 OVERWRITE_TABLE = "insert_overwrite_table"
 INSERT = "insert"
 OVERWRITE_PARTITIONS = "insert_overwrite"
+UPSERT = "upsert"                      # merge: through the record index
+DELETE_FLAG = "_hoodie_is_deleted"     # a merge model's rows with it true are deletes
 
 
 class ModelConfigError(ValueError):
@@ -42,6 +44,7 @@ class ModelConfig:
     precombine_field: Optional[str] = None
     on_schema_change: str = "ignore"
     retain_commits: int = DEFAULT_RETAIN_COMMITS
+    unsupported: List[str] = field(default_factory=list)  # merge options not built yet
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -55,6 +58,8 @@ class ModelConfig:
             precombine_field=config.get("precombine_field"),
             on_schema_change=(config.get("on_schema_change") or "ignore").lower(),
             retain_commits=int(config.get("retain_commits") or DEFAULT_RETAIN_COMMITS),
+            unsupported=[k for k in ("merge_update_columns", "merge_exclude_columns", "incremental_predicates")
+                         if config.get(k)],
         )
 
     def fail(self, message: str) -> ModelConfigError:
@@ -70,6 +75,8 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
             )
         if config.strategy == "merge" and not config.unique_key:
             raise config.fail("incremental_strategy 'merge' needs a unique_key")
+        if config.strategy == "merge" and config.unsupported:
+            raise config.fail(f"{', '.join(config.unsupported)} not supported yet with incremental_strategy 'merge'")
         if config.strategy == "microbatch" and not config.partition_by:
             raise config.fail(
                 "incremental_strategy 'microbatch' replaces the partitions of each batch: set partition_by "
@@ -81,7 +88,7 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
             )
     if config.retain_commits < 1:
         raise config.fail("retain_commits must be at least 1")
-    known = {c.lower() for c in columns}
+    known = {c.lower() for c in columns if c.lower() != DELETE_FLAG}
     for setting, names in (("partition_by", config.partition_by), ("unique_key", config.unique_key),
                            ("precombine_field", [config.precombine_field] if config.precombine_field else [])):
         for name in names:
@@ -96,10 +103,7 @@ def choose_operation(config: ModelConfig, table_exists: bool, full_refresh: bool
     if config.materialized != "incremental" or full_refresh:
         return OVERWRITE_TABLE
     if config.strategy == "merge":
-        raise config.fail(
-            "incremental_strategy 'merge' is validated but not implemented yet (it needs the record-level "
-            "index); use 'append' or 'insert_overwrite' until then"
-        )
+        return UPSERT
     if config.strategy == "append":
         return INSERT
     return OVERWRITE_PARTITIONS if config.partition_by else OVERWRITE_TABLE

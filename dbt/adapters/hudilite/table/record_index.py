@@ -35,12 +35,13 @@ from .transaction import marker_path
 INDEX_DIR = PRIVATE_DIR + "/record_index"
 INDEX_STATE = INDEX_DIR + "/index.json"
 ENTRIES_PER_SHARD = 2_000_000
+COMPACT_AFTER_DELTAS = 20  # per shard: then the base is rewritten as of the latest instant
 MAX_SHARDS = 1024
 _SHARD_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
 ENTRY_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
                           ("deleted", pa.bool_())])
 ENTRY_DDL = "key string, partition string, file_id string, deleted boolean"
-_SHARD_RESULT = pa.schema([("shard", pa.int32()), ("entries", pa.int64())])
+_SHARD_RESULT = pa.schema([("path", pa.string()), ("entries", pa.int64())])
 
 
 def file_id_of(file_name_column):
@@ -72,7 +73,7 @@ def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator
         pq.write_table(table.drop_columns(["shard"]).cast(ENTRY_SCHEMA), sink, compression="zstd",
                        use_dictionary=["partition", "file_id"], column_encoding={"key": "DELTA_BYTE_ARRAY"},
                        row_group_size=64 * 1024)
-    yield pa.RecordBatch.from_pylist([{"shard": shard, "entries": table.num_rows}], schema=_SHARD_RESULT)
+    yield pa.RecordBatch.from_pylist([{"path": path, "entries": table.num_rows}], schema=_SHARD_RESULT)
 
 
 def entries_of(rows: DataFrame) -> DataFrame:
@@ -98,26 +99,28 @@ class RecordIndex:
     def shard(self, key_column):
         return F.pmod(F.xxhash64(key_column), F.lit(self.num_shards)).cast("int")
 
-    def _write(self, entries: DataFrame, instant: str, kind: str, num_shards: int) -> int:
+    def _write(self, entries: DataFrame, instant: str, kind: str, num_shards: int) -> Dict[str, int]:
+        """Index files written ({path: entries}), one per shard that has entries."""
         keyed = entries.withColumn("shard", F.pmod(F.xxhash64("key"), F.lit(num_shards)).cast("int"))
         task = functools.partial(_write_shard_task, self.storage.base_path, instant, kind)
         rows = (keyed.repartition(num_shards, "shard").sortWithinPartitions("key")
-                .mapInArrow(task, "shard int, entries long").collect())
-        return sum(r.entries for r in rows)
+                .mapInArrow(task, "path string, entries long").collect())
+        return {r.path: r.entries for r in rows}
 
     def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
         """Bootstrap from a snapshot (a DataFrame with the meta columns) as of the completed
         `instant`. The state file is written last: a build that dies is simply redone."""
         entries = entries_of(snapshot)
         shards = num_shards or shards_for(entries.count())
-        written = self._write(entries, instant, "base", shards)
+        written = sum(self._write(entries, instant, "base", shards).values())
         state = {"num_shards": shards, "base_instant": instant, "entries_at_build": written}
         self.storage.write_atomic(INDEX_STATE, json.dumps(state).encode(), TMP_DIR)
         return written
 
-    def write_delta(self, entries: DataFrame, instant: str) -> int:
-        """Changes made by `instant` (key, partition, file_id, deleted), inside its commit."""
-        return self._write(entries, instant, "delta", self.num_shards)
+    def write_delta(self, entries: DataFrame, instant: str) -> List[str]:
+        """Changes made by `instant` (key, partition, file_id, deleted), inside its commit;
+        returns the files, which the commit keeps beside its base files."""
+        return sorted(self._write(entries, instant, "delta", self.num_shards))
 
     def visible_files(self, completed: List[Instant], as_of: Optional[str] = None) -> Dict[int, List[Tuple[str, str]]]:
         """Per shard, the (instant, path) of the base and the deltas the index at `as_of` reads."""
@@ -149,3 +152,19 @@ class RecordIndex:
         return (latest.where(~F.col("e.deleted"))
                 .select("key", F.col("e.partition").alias("partition"), F.col("e.file_id").alias("file_id"))
                 .join(F.broadcast(live), "file_id").select("key", "partition", "file_id"))
+
+    def needs_compaction(self, completed: List[Instant]) -> bool:
+        return any(len(files) - 1 > COMPACT_AFTER_DELTAS for files in self.visible_files(completed).values())
+
+    def compact(self, completed: List[Instant], view: FileSystemView) -> None:
+        """Fold the deltas into new base files as of the latest completed instant (the RFC-8
+        base-plus-log compaction); the files it supersedes are deleted once it is published."""
+        instant = max(i.timestamp for i in completed)
+        superseded = [p for files in self.visible_files(completed).values() for _, p in files]
+        entries = self.read(completed, view).withColumn("deleted", F.lit(False))
+        self._write(entries, instant, "base", self.num_shards)
+        state = dict(self.state(), base_instant=instant)
+        self.storage.write_atomic(INDEX_STATE, json.dumps(state).encode(), TMP_DIR)
+        for path in superseded:
+            if not path.endswith(f"{instant}.base.parquet"):
+                self.storage.delete_file(path)

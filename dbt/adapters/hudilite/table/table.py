@@ -215,13 +215,18 @@ class HudiTable:
                         stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
                 inserted = run_write_job(self._rows_for_writer(new_rows(tagged, data_schema), data_schema), spec)
                 stats += inserted
+                index_files = []
                 if index.state() is not None:
-                    index.write_delta(self._index_entries(inserted, data_schema).unionByName(tombstones(tagged)), txn.instant)
+                    changes = self._index_entries(inserted, data_schema).unionByName(tombstones(tagged))
+                    index_files = index.write_delta(changes, txn.instant)
             finally:
                 tagged.unpersist()
-            txn.commit(CommitMetadata(operation=operation, write_stats=stats, extra=self._schema_metadata(data_schema)))
+            txn.commit(CommitMetadata(operation=operation, write_stats=stats, extra=self._schema_metadata(data_schema)),
+                       index_files)
         if index.state() is None:  # the table's first rows came through upsert
             self.build_record_index()
+        elif index.needs_compaction(self._timeline.completed()):
+            index.compact(self._timeline.completed(), self._timeline.view())
         return txn.instant
 
     def _index_entries(self, stats: List[WriteStat], data_schema: T.StructType) -> DataFrame:
@@ -251,13 +256,14 @@ class HudiTable:
             else:
                 replaced = {}
             index = self.record_index()
+            index_files = []
             if index.state() is not None:  # replaced file groups need no delta: their entries are not live
-                index.write_delta(self._index_entries(stats, data_schema), txn.instant)
+                index_files = index.write_delta(self._index_entries(stats, data_schema), txn.instant)
             metadata = CommitMetadata(
                 operation=operation, write_stats=stats, replaced_file_ids=replaced,
                 extra=self._schema_metadata(data_schema),
             )
-            txn.commit(metadata)
+            txn.commit(metadata, index_files)
         return txn.instant
 
     def _schema_after(self, df: DataFrame, schema_mode: str) -> T.StructType:
@@ -348,10 +354,24 @@ class HudiTable:
         required = {f.path for t in readable for f in self._timeline.view(t).latest_base_files()}
         if earliest is None:
             required |= {s.path for _, m in self._timeline.commits() for s in m.write_stats}
-        return check_table(
+        problems = check_table(
             props.loads(self.storage.read_text(props.PROPERTIES_FILE)), self._timeline.commits(),
             self._timeline.pending(), files_outside_hoodie(self.storage.list_files_with_sizes("")), required,
         )
+        return problems + self._index_problems()
+
+    def _index_problems(self, examples: int = 5) -> List[str]:
+        """The record index must hold exactly the snapshot's keys, each at its file group."""
+        index = self.record_index()
+        if self.spark is None or index.state() is None:
+            return []
+        indexed = index.read(self._timeline.completed(), self._timeline.view())
+        actual = entries_of(self.read()).select("key", "partition", "file_id")
+        problems = [f"record index lacks key '{r.key}' ({r.partition}, {r.file_id})"
+                    for r in actual.exceptAll(indexed).limit(examples).collect()]
+        problems += [f"record index holds key '{r.key}' at ({r.partition}, {r.file_id}), which the snapshot does not"
+                     for r in indexed.exceptAll(actual).limit(examples).collect()]
+        return problems
 
     # ---- table services ---------------------------------------------------------------------
     def clean(self, retain_commits: int = 10) -> CleanPlan:

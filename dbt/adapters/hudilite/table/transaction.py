@@ -19,7 +19,7 @@ import posixpath
 import socket
 import threading
 import time
-from typing import List, Optional, Set
+from typing import Iterable, List, Optional, Set
 
 from .commit import CommitMetadata
 from .instant import INFLIGHT, Instant, next_instant_time
@@ -142,9 +142,10 @@ class WriteTransaction:
             except OSError:
                 pass
 
-    def commit(self, metadata: CommitMetadata) -> None:
-        """Keep exactly the files the successful task attempts reported, then publish."""
-        reported = {s.path for s in metadata.write_stats}
+    def commit(self, metadata: CommitMetadata, private_files: Iterable[str] = ()) -> None:
+        """Keep exactly the files the successful task attempts reported (base files in the
+        metadata, hudilite's own such as index deltas apart), then publish."""
+        reported = {s.path for s in metadata.write_stats} | set(private_files)
         for path in marked_files(self.storage, self.instant):
             if path not in reported:  # a failed, retried or speculative attempt's file
                 self.storage.delete_file(path)
