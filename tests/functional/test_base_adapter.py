@@ -15,6 +15,7 @@ from dbt.tests.adapter.basic.test_incremental import BaseIncremental, BaseIncrem
 from dbt.tests.adapter.basic.test_singular_tests import BaseSingularTests
 from dbt.tests.adapter.basic.test_singular_tests_ephemeral import BaseSingularTestsEphemeral
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
+from dbt.tests.adapter.incremental.test_incremental_merge_exclude_columns import BaseMergeExcludeColumns
 from dbt.tests.adapter.incremental.test_incremental_microbatch import BaseMicrobatch
 from dbt.tests.adapter.incremental.test_incremental_on_schema_change import BaseIncrementalOnSchemaChange
 
@@ -90,3 +91,7 @@ class TestDocsGenerate(BaseDocsGenerate):
             table_type="table",
             model_stats=expected_catalog.no_stats(),
         )
+
+
+class TestMergeExcludeColumns(BaseMergeExcludeColumns):
+    pass

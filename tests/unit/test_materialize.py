@@ -54,9 +54,17 @@ def test_operation_choice(kw, exists, full_refresh, expected):
 def test_merge_is_an_upsert_and_refuses_options_not_built_yet():
     assert m.choose_operation(config(strategy="merge", unique_key=["id"]), True, False) == m.UPSERT
     node = {"name": "orders", "config": {"materialized": "incremental", "incremental_strategy": "merge",
-                                         "unique_key": "id", "merge_exclude_columns": ["a"]}}
-    with pytest.raises(m.ModelConfigError, match="merge_exclude_columns not supported yet"):
+                                         "unique_key": "id", "incremental_predicates": ["a > 1"]}}
+    with pytest.raises(m.ModelConfigError, match="incremental_predicates not supported yet"):
         m.validate(m.ModelConfig.from_node(node), ["id", "a"])
+
+
+def test_merge_update_columns():
+    assert m.update_columns(config(), ["id", "a", "b"]) is None
+    assert m.update_columns(config(merge_update_columns=["a"]), ["id", "a", "b"]) == ["a"]
+    assert m.update_columns(config(merge_exclude_columns=["A"]), ["id", "a", "b"]) == ["id", "b"]
+    with pytest.raises(m.ModelConfigError, match="not both"):
+        m.update_columns(config(merge_update_columns=["a"], merge_exclude_columns=["b"]), ["a", "b"])
 
 
 TABLE = [("id", "bigint"), ("a", "string"), ("b", "string")]

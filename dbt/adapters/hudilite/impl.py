@@ -180,7 +180,7 @@ class HudiliteAdapter(SparkAdapter):
                     if plan.drop_missing_columns:
                         raise m.ModelConfigError(f"model '{config.name}': on_schema_change='sync_all_columns' cannot "
                                                  "drop columns of a merge model yet; run with --full-refresh")
-                    instant = table.upsert(df)
+                    instant = table.upsert(df, m.update_columns(config, df.columns))
                 else:
                     write = table.insert if operation == m.INSERT else table.insert_overwrite
                     instant = write(df, drop_missing_columns=plan.drop_missing_columns)

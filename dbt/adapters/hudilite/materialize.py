@@ -44,6 +44,8 @@ class ModelConfig:
     precombine_field: Optional[str] = None
     on_schema_change: str = "ignore"
     retain_commits: int = DEFAULT_RETAIN_COMMITS
+    merge_update_columns: Optional[List[str]] = None
+    merge_exclude_columns: List[str] = field(default_factory=list)
     unsupported: List[str] = field(default_factory=list)  # merge options not built yet
 
     @classmethod
@@ -58,8 +60,9 @@ class ModelConfig:
             precombine_field=config.get("precombine_field"),
             on_schema_change=(config.get("on_schema_change") or "ignore").lower(),
             retain_commits=int(config.get("retain_commits") or DEFAULT_RETAIN_COMMITS),
-            unsupported=[k for k in ("merge_update_columns", "merge_exclude_columns", "incremental_predicates")
-                         if config.get(k)],
+            merge_update_columns=_as_list(config.get("merge_update_columns")) or None,
+            merge_exclude_columns=_as_list(config.get("merge_exclude_columns")),
+            unsupported=[k for k in ("incremental_predicates",) if config.get(k)],
         )
 
     def fail(self, message: str) -> ModelConfigError:
@@ -153,3 +156,15 @@ def plan_schema_change(config: ModelConfig, table: List[Tuple[str, str]], model:
         return SchemaPlan(columns=[(n, None if n.lower() in model_types else t) for n, t in table] + [(n, None) for n in added])
     # sync_all_columns: the model's columns become the table's.
     return SchemaPlan(columns=[(n, None) for n, _ in model], drop_missing_columns=True)
+
+
+def update_columns(config: ModelConfig, columns: Sequence[str]) -> Optional[List[str]]:
+    """The columns a merge updates on existing rows; None for all."""
+    if config.merge_update_columns and config.merge_exclude_columns:
+        raise config.fail("set merge_update_columns or merge_exclude_columns, not both")
+    if config.merge_update_columns:
+        return list(config.merge_update_columns)
+    if config.merge_exclude_columns:
+        excluded = {c.lower() for c in config.merge_exclude_columns}
+        return [c for c in columns if c.lower() not in excluded]
+    return None

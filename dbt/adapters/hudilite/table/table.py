@@ -161,10 +161,11 @@ class HudiTable:
         return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, replace="table", schema_mode="replace")
 
     # ---- upserts and deletes through the record index -----------------------------------
-    def upsert(self, df: DataFrame) -> str:
+    def upsert(self, df: DataFrame, update_columns: Optional[Sequence[str]] = None) -> str:
         """Insert new keys and replace the rows of existing ones (a commit); rows with a true
-        `_hoodie_is_deleted` column are deletes. Only touched file groups are rewritten."""
-        return self._upsert(df, UPSERT)
+        `_hoodie_is_deleted` column are deletes. Only touched file groups are rewritten. With
+        `update_columns`, existing rows change only in those columns."""
+        return self._upsert(df, UPSERT, None if update_columns is None else list(update_columns))
 
     def delete(self, keys: DataFrame) -> str:
         """Delete the rows whose record key fields `keys` holds (a commit)."""
@@ -184,7 +185,7 @@ class HudiTable:
             raise HudiTableError(f"table {self.name}: nothing to index before the first commit")
         return self.record_index().build(self.read(), latest.timestamp, num_shards)
 
-    def _upsert(self, df: DataFrame, operation: str) -> str:
+    def _upsert(self, df: DataFrame, operation: str, update_columns: Optional[List[str]] = None) -> str:
         if self.config.auto_keys:
             raise HudiTableError(f"table {self.name}: upsert and delete need a record key; this table's keys "
                                  "are auto-generated (create it with record_key=...)")
@@ -208,7 +209,7 @@ class HudiTable:
                 stats = []
                 if touched:
                     rows = rewritten_rows(self.spark, self.storage, view, tagged, [f for f, _ in touched],
-                                          data_schema, self.config.precombine_field)
+                                          data_schema, self.config.precombine_field, update_columns)
                     stats += run_write_job(rows, spec, task=rewrite_task)
                     arrow_schema = to_arrow_schema(data_schema)
                     for file_id in sorted({f for f, _ in touched} - {s.fileId for s in stats}):

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -77,8 +77,9 @@ def plan_rewrites(tagged: DataFrame) -> List[Tuple[str, int]]:
 
 
 def rewritten_rows(spark, storage, view: FileSystemView, tagged: DataFrame, file_ids: List[str],
-                   data_schema: T.StructType, precombine: str) -> DataFrame:
-    """The new content of the touched file groups, laid out for `writer.rewrite_task`."""
+                   data_schema: T.StructType, precombine: str, update_columns: Optional[List[str]] = None) -> DataFrame:
+    """The new content of the touched file groups, laid out for `writer.rewrite_task`. With
+    `update_columns`, an updated row takes only those columns from the batch."""
     wanted = set(file_ids)
     files = [g.latest for g in view.live_groups() if g.file_id in wanted]
     stored = read_base_files(spark, storage, files, data_schema).withColumn(FILE_ID, file_id_of(F.col(FILE_NAME)))
@@ -91,6 +92,13 @@ def rewritten_rows(spark, storage, view: FileSystemView, tagged: DataFrame, file
                  .where(F.col(f"`{precombine}`") < F.col("_stored_order")).select(RECORD_KEY))
         in_place = in_place.join(stale, RECORD_KEY, "left_anti")
         incoming = incoming.join(stale, RECORD_KEY, "left_anti")
+    if update_columns is not None:
+        wanted = {c.lower() for c in update_columns}
+        frozen = [f.name for f in data_schema.fields if f.name.lower() not in wanted]
+        previous = stored.select(F.col(RECORD_KEY), *[F.col(f"`{c}`").alias(f"_stored_{c}") for c in frozen])
+        in_place = in_place.join(previous, RECORD_KEY).select(
+            *[c for c in in_place.columns if c not in frozen],
+            *[F.col(f"`_stored_{c}`").alias(c) for c in frozen])
     kept = stored.join(incoming.select(RECORD_KEY), RECORD_KEY, "left_anti").select(
         F.col(FILE_ID), F.col(COMMIT_TIME), F.col(COMMIT_SEQNO), F.col(RECORD_KEY), F.col(PARTITION_PATH), *data)
     changed = in_place.select(
