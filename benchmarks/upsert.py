@@ -1,0 +1,102 @@
+"""Benchmark: upserts through the record index vs a full-rewrite merge, and the index's size.
+
+    python benchmarks/upsert.py [--sizes 1000000 10000000] [--batch 10000]
+
+For each table size: a table of N rows keyed by a random UUID, partitioned by day (10k rows a
+day, so a day's file groups are the same size at every N); then an upsert of `batch` rows,
+half updates of keys from the last two days, half new keys. The peer, in the same run, merges
+the same batch by rewriting the whole table (join everything, INSERT_OVERWRITE_TABLE). Also
+prints the record index's bytes per entry and the time to look up 100k keys.
+"""
+
+import argparse
+import glob
+import os
+import shutil
+import tempfile
+import time
+
+from pyspark.sql import functions as F
+
+from dbt.adapters.hudilite.session import spark_session
+from dbt.adapters.hudilite.table import HudiTable
+
+ROWS_PER_DAY = 10_000
+
+
+def table_rows(spark, n):
+    return spark.range(0, n, numPartitions=max(2, n // 500_000)).select(
+        F.expr("uuid()").alias("id"),
+        F.date_add(F.lit("2020-01-01").cast("date"), (F.col("id") / ROWS_PER_DAY).cast("int")).alias("day"),
+        (F.col("id") * 0.5).alias("amount"),
+        F.lit(1).alias("version"),
+    )
+
+
+def timed(fn):
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def index_bytes(path):
+    files = glob.glob(os.path.join(path, ".hoodie/.hudilite/record_index/shard=*/*.parquet"))
+    return sum(os.path.getsize(f) for f in files)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--batch", type=int, default=10_000)
+    args = parser.parse_args()
+    spark = spark_session(conf={"spark.master": "local[2]", "spark.driver.memory": "6g"})
+    work = tempfile.mkdtemp(prefix="hudilite-upsert-")
+    results = []
+    for n in args.sizes:
+        path = f"{work}/t{n}"
+        table = HudiTable.create(spark, path, "bench", record_key="id", partition_by="day", precombine="version")
+        table.insert(table_rows(spark, n))
+        build_s, entries = timed(lambda: table.build_record_index())
+        recent = table.read().orderBy(F.col("day").desc()).limit(2 * ROWS_PER_DAY)
+        updates = recent.orderBy(F.rand(7)).limit(args.batch // 2).select("id", "day", (F.col("amount") + 1).alias("amount"), F.lit(2).alias("version"))
+        new_day = F.date_add(F.lit("2020-01-01").cast("date"), n // ROWS_PER_DAY)
+        inserts = table_rows(spark, args.batch // 2).withColumn("day", new_day)
+        batch = updates.unionByName(inserts).cache()
+        batch.count()
+        upsert_s, instant = timed(lambda: table.upsert(batch))
+        touched = sum(1 for s in table.commit_metadata(instant).write_stats if s.prevCommit)
+
+        peer = HudiTable.create(spark, f"{work}/p{n}", "peer", record_key="id", partition_by="day")
+        peer.insert(table_rows(spark, n))
+
+        def full_rewrite():
+            current = peer.read().drop(*[c for c in peer.read().columns if c.startswith("_hoodie")])
+            merged = current.join(batch.select("id"), "id", "left_anti").unionByName(batch.select(*current.columns))
+            return peer.insert_overwrite_table(merged)
+
+        rewrite_s, _ = timed(full_rewrite)
+        lookup_keys = table.read().select("id").limit(100_000).cache()
+        lookup_keys.count()
+        index = table.record_index()
+        entries_df = index.read(table.timeline(), table._timeline.view())
+        lookup_s, found = timed(lambda: entries_df.join(lookup_keys.withColumnRenamed("id", "key"), "key").count())
+        results.append((n, build_s, entries, index_bytes(path), upsert_s, touched, rewrite_s, lookup_s, found))
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(f"{work}/p{n}", ignore_errors=True)
+
+    print(f"\nUpsert of {args.batch:,} rows (half updates in the last two days, half new keys), local[2]")
+    print("| table rows | upsert s | file groups rewritten | full-rewrite merge s (peer) | speed-up |")
+    print("|---|---|---|---|---|")
+    for n, _, _, _, upsert_s, touched, rewrite_s, _, _ in results:
+        print(f"| {n:,} | {upsert_s:.1f} | {touched} | {rewrite_s:.1f} | {rewrite_s / upsert_s:.1f}x |")
+    if len(results) > 1:
+        print(f"\nUpsert time ratio {results[-1][0]:,} vs {results[0][0]:,} rows: {results[-1][4] / results[0][4]:.2f}x")
+    print("\n| index entries | build s | bytes on disk | bytes per entry (UUID keys) | look up 100k keys s |")
+    print("|---|---|---|---|---|")
+    for n, build_s, entries, size, _, _, _, lookup_s, found in results:
+        print(f"| {entries:,} | {build_s:.1f} | {size:,} | {size / entries:.1f} | {lookup_s:.1f} ({found:,} found) |")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
