@@ -139,13 +139,18 @@ class RecordIndex:
                     out.setdefault(shard, []).append((instant, posixpath.join(folder, name)))
         return out
 
-    def read(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
-        """The live entries (key, partition, file_id) of the snapshot at `as_of`."""
+    def read(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None,
+             keys: Optional[DataFrame] = None) -> DataFrame:
+        """The live entries (key, partition, file_id) of the snapshot at `as_of`; with `keys`
+        (a one-column DataFrame of a batch's keys), only theirs: the index is filtered while it
+        is scanned, so nothing but the batch's entries is shuffled."""
         files = [(instant, path) for per_shard in self.visible_files(completed, as_of).values() for instant, path in per_shard]
         if not files:
             return self.spark.createDataFrame([], "key string, partition string, file_id string")
         entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[self.storage.uri(p) for _, p in files])
                    .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
+        if keys is not None:
+            entries = entries.join(F.broadcast(keys.toDF("key").distinct()), "key", "left_semi")
         latest = entries.groupBy("key").agg(F.max_by(F.struct("partition", "file_id", "deleted"), "instant").alias("e"))
         live_ids = [g.file_id for g in view.live_groups()]
         live = self.spark.createDataFrame([(i,) for i in live_ids], "file_id string")

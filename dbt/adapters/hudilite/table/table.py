@@ -199,7 +199,10 @@ class HudiTable:
             batch = keyed_batch(df, data_schema, self.config.record_key_fields, self.config.partition_fields,
                                 self.config.hive_style_partitioning, self.name)
             batch = deduplicate(batch, self.config.precombine_field, self.name)
-            entries = index.read(completed, view) if index.state() else self.spark.createDataFrame([], "key string, partition string, file_id string")
+            if index.state():
+                entries = index.read(completed, view, keys=batch.select(RECORD_KEY))
+            else:
+                entries = self.spark.createDataFrame([], "key string, partition string, file_id string")
             tagged = locate(batch, entries).persist()
             try:
                 touched = plan_rewrites(tagged)
