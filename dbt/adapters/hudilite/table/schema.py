@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import List
-
 from pyspark.sql import types as T
 
 COMMIT_TIME = "_hoodie_commit_time"
@@ -28,10 +26,6 @@ class SchemaError(ValueError):
 
 def with_meta_columns(data_schema: T.StructType) -> T.StructType:
     return T.StructType(list(META_SCHEMA.fields) + list(data_schema.fields))
-
-
-def data_schema_of(schema: T.StructType) -> T.StructType:
-    return T.StructType([f for f in schema.fields if f.name not in META_COLUMNS])
 
 
 def to_json(schema: T.StructType) -> str:
@@ -145,7 +139,3 @@ def _decimal_bytes(precision: int) -> int:
     while 2 ** (8 * size - 1) < 10**precision:
         size += 1
     return size
-
-
-def column_names(schema: T.StructType) -> List[str]:
-    return [f.name for f in schema.fields]

@@ -7,7 +7,6 @@ reads turn the timeline's file list into a DataFrame over Spark's parquet scan.
 from __future__ import annotations
 
 import json
-import posixpath
 from typing import Dict, List, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, SparkSession
@@ -44,7 +43,7 @@ from .schema import (
 )
 from .storage import Storage
 from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
-from .transaction import WRITERS_DIR, WriteTransaction, claimed_instants, writer_path
+from .transaction import WriteTransaction, claimed_instants, writer_path
 from .validation import check_table, files_outside_hoodie
 from .record_index import RecordIndex, entries_of
 from .upsert import IS_DELETED, deduplicate, keyed_batch, locate, new_rows, plan_rewrites, rewritten_rows, tombstones
