@@ -124,14 +124,21 @@ class TestStrategies(HudiliteProject):
         assert self.rows(project, "events_append") == [(1,), (2,), (3,), (4,)]
 
 
-class TestTimeTravelAndChangesInSql(HudiliteProject):
+class EventsProject(HudiliteProject):
+    """One appended `events` model over the seed, built once before the test."""
+
     @pytest.fixture(scope="class")
     def models(self):
         return {"events.sql": MODELS["events_append.sql"]}
 
-    def test_as_of_and_changes_macros(self, project, spark):
+    @pytest.fixture
+    def built(self, project):
         run_dbt(["seed"])
         run_dbt(["run"])
+
+
+class TestTimeTravelAndChangesInSql(EventsProject):
+    def test_as_of_and_changes_macros(self, project, spark, built):
         first = self.table(project, spark, "events").timeline()[-1].timestamp
         run_dbt(["run", "--vars", "{batch: 2}"])
         models_dir = os.path.join(project.project_root, "models")
@@ -164,15 +171,8 @@ class TestConfigErrors(HudiliteProject):
         assert not os.path.exists(os.path.join(root, project.test_schema, model))
 
 
-
-class TestSqlInsertGoesThroughTheCore(HudiliteProject):
-    @pytest.fixture(scope="class")
-    def models(self):
-        return {"events.sql": MODELS["events_append.sql"]}
-
-    def test_insert_into_and_overwrite(self, project, spark):
-        run_dbt(["seed"])
-        run_dbt(["run"])
+class TestSqlInsertGoesThroughTheCore(EventsProject):
+    def test_insert_into_and_overwrite(self, project, spark, built):
         schema = project.test_schema
         project.run_sql(f"insert into {schema}.events (event_id, day) values (9, '2026-11-09')")
         project.run_sql(f"insert overwrite table {schema}.events select 10, '2026-11-01', '/new'")
