@@ -46,6 +46,7 @@ from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
 from .transaction import WriteTransaction, claimed_instants, writer_path
 from .validation import check_table, files_outside_hoodie
 from .record_index import RecordIndex, entries_of
+from .update import as_dest, check_assignments, deleted_entries, key_marker, matches_per_file_group, rows_after, where_marker, with_file_id
 from .upsert import IS_DELETED, deduplicate, keyed_batch, locate, new_rows, plan_rewrites, rewritten_rows, tombstones
 from .writer import ROW_INDEX, WriteSpec, rewrite_task, run_write_job, write_empty_slice, write_stat
 
@@ -173,6 +174,74 @@ class HudiTable:
         filled = keys.select(*keys.columns, *[F.lit(None).cast(f.dataType).alias(f.name) for f in current.fields
                                                if f.name.lower() not in present])
         return self._upsert(filled.withColumn(IS_DELETED, F.lit(True)), DELETE)
+
+    # ---- rows chosen by a condition: any table, auto-keyed ones included -------------------
+    def update(self, assignments: Dict[str, str], where: Optional[str] = None) -> Optional[str]:
+        """SQL UPDATE: set columns to SQL expressions over each row's current values, in the
+        rows `where` accepts (all without it). Returns the instant; None when nothing matched."""
+        data_schema = self._existing_schema()
+        values = check_assignments(assignments, data_schema, self.config.record_key_fields + self.config.partition_fields,
+                                   self.name)
+        return self._rewrite_matching(where_marker(where, self.name), UPSERT, data_schema, assignments=values)
+
+    def delete_where(self, where: str) -> Optional[str]:
+        """SQL DELETE: remove the rows `where` accepts. Returns the instant; None when nothing matched."""
+        return self._rewrite_matching(where_marker(where, self.name), DELETE, self._existing_schema(), delete=True)
+
+    def delete_insert(self, df: DataFrame, key_columns: Sequence[str], predicates: Sequence[str] = ()) -> str:
+        """dbt's delete+insert in one commit: delete the rows whose `key_columns` values occur in
+        `df` (and that every predicate accepts), then insert all of `df`."""
+        if not self.config.auto_keys:
+            raise HudiTableError(f"table {self.name}: delete+insert would duplicate its record keys; use upsert")
+        data_schema = self._schema_after(df, "evolve")
+        return self._rewrite_matching(key_marker(df, key_columns, predicates, self.name), INSERT, data_schema,
+                                      delete=True, inserts=df)
+
+    def _existing_schema(self) -> T.StructType:
+        current = self.schema()
+        if current is None:
+            raise HudiTableError(f"table {self.name}: it has no rows yet")
+        return current
+
+    def _rewrite_matching(self, mark, operation: str, data_schema: T.StructType, assignments=None,
+                          delete: bool = False, inserts: Optional[DataFrame] = None) -> Optional[str]:
+        index = self.record_index()
+        with WriteTransaction(self.storage, self._timeline, COMMIT) as txn:
+            view = self._timeline.view()
+            stored_schema = self.schema() or T.StructType([])
+            current = {g.file_id: g for g in view.live_groups()}
+
+            def marked(groups):
+                files = [current[f].latest for f in groups]
+                return mark(as_dest(with_file_id(read_base_files(self.spark, self.storage, files, stored_schema))))
+
+            touched = dict(matches_per_file_group(marked(current)))
+            if not touched and inserts is None:
+                return None  # nothing to do: the transaction rolls its empty instant back
+            spec = self._write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched},
+                                    deletes_per_file_group=touched if delete else {})
+            stats: List[WriteStat] = []
+            index_changes = []
+            if touched:
+                rewritten = marked(sorted(touched))
+                stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, len(touched), self.name), spec,
+                                       task=rewrite_task)
+                arrow_schema = to_arrow_schema(data_schema)
+                for file_id in sorted(set(touched) - {s.fileId for s in stats}):
+                    stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
+                if delete:
+                    index_changes.append(deleted_entries(rewritten))
+            if inserts is not None:
+                inserted = run_write_job(self._rows_for_writer(inserts, data_schema), spec)
+                stats += inserted
+                index_changes.append(self._index_entries(inserted, data_schema))
+            index_files = []
+            if index.state() is not None and index_changes:
+                changes = index_changes[0] if len(index_changes) == 1 else index_changes[0].unionByName(index_changes[1])
+                index_files = index.write_delta(changes, txn.instant)
+            txn.commit(CommitMetadata(operation=operation, write_stats=stats, extra=self._schema_metadata(data_schema)),
+                       index_files)
+        return txn.instant
 
     def record_index(self) -> RecordIndex:
         return RecordIndex(self.spark, self.storage)
