@@ -101,3 +101,18 @@ def test_index_compaction_folds_deltas_into_a_new_base(spark, tmp_path, monkeypa
     assert os.listdir(os.path.join(table.path, ".hoodie/.hudilite/record_index/shard=0")) == [f"{t3}.base.parquet"]
     assert table.validate() == []
     assert sorted((r.id, r.name) for r in table.read().collect()) == [(1, "a2"), (2, "b"), (3, "c")]
+
+
+def test_predicates_keep_stored_rows_from_matching(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    t1 = table.upsert(customers(spark, [(1, "ann", "eu", 1), (2, "bob", "eu", 1), (3, "cy", "us", 9)]))
+    table.upsert(customers(spark, [(1, "ann2", "eu", 2), (3, "cy2", "us", 10), (4, "new", "us", 1)]),
+                 predicates=["DBT_INTERNAL_DEST.version < 5"])
+    rows = sorted((r.id, r.name) for r in table.read().collect())
+    assert rows == [(1, "ann2"), (2, "bob"), (3, "cy"), (4, "new")]  # 3's stored row (version 9) is protected
+    assert {r.id for r in table.read_changes(t1).collect()} == {1, 4}
+    with pytest.raises(SchemaError, match="incremental predicates"):
+        table.upsert(customers(spark, [(1, "x", "eu", 3)]), predicates=["no_such_column > 1"])
+    assert len(table.timeline()) == 2
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)

@@ -16,11 +16,16 @@ def test_config_from_a_dbt_node():
     c = m.ModelConfig.from_node(node)
     assert (c.strategy, c.partition_by, c.unique_key, c.retain_commits) == ("insert_overwrite", ["day"], ["a", "b"], 3)
     assert m.ModelConfig.from_node({"name": "t", "config": {}}).strategy == "append"
+    keyed = m.ModelConfig.from_node({"name": "t", "config": {"unique_key": ["id", "ID", "id"]}})
+    assert (keyed.strategy, keyed.unique_key) == ("merge", ["id", "ID"])  # a key means merge by default
+    assert m.ModelConfig.from_node({"name": "t", "config": {"unique_key": ""}}).strategy == "append"
 
 
 @pytest.mark.parametrize("kw, columns, message", [
     (dict(strategy="upsert"), ["id"], "model 'orders': unknown incremental_strategy 'upsert'"),
     (dict(strategy="merge"), ["id"], "incremental_strategy 'merge' needs a unique_key"),
+    (dict(strategy="delete+insert"), ["id"], "incremental_strategy 'delete.insert' needs a unique_key"),
+    (dict(incremental_predicates=["a > 1"]), ["id"], "incremental_strategy 'append' matches none"),
     (dict(strategy="microbatch"), ["id"], "'microbatch' replaces the partitions of each batch: set partition_by"),
     (dict(partition_by=["day"]), ["id", "dt"], "partition_by names column 'day', which the model does not produce (it produces id, dt)"),
     (dict(unique_key=["customer_id"]), ["id"], "unique_key names column 'customer_id'"),
@@ -51,12 +56,15 @@ def test_operation_choice(kw, exists, full_refresh, expected):
     assert m.choose_operation(config(**kw), exists, full_refresh) == expected
 
 
-def test_merge_is_an_upsert_and_refuses_options_not_built_yet():
-    assert m.choose_operation(config(strategy="merge", unique_key=["id"]), True, False) == m.UPSERT
-    node = {"name": "orders", "config": {"materialized": "incremental", "incremental_strategy": "merge",
-                                         "unique_key": "id", "incremental_predicates": ["a > 1"]}}
-    with pytest.raises(m.ModelConfigError, match="incremental_predicates not supported yet"):
-        m.validate(m.ModelConfig.from_node(node), ["id", "a"])
+def test_merge_keys_the_table_and_delete_insert_does_not():
+    merge = config(strategy="merge", unique_key=["id"])
+    assert m.choose_operation(merge, True, False) == m.UPSERT and m.record_key(merge) == ["id"]
+    delete_insert = config(strategy="delete+insert", unique_key=["id"], incremental_predicates=["id != 2"])
+    m.validate(delete_insert, ["id"])
+    assert m.choose_operation(delete_insert, True, False) == m.DELETE_INSERT and m.record_key(delete_insert) == []
+    assert m.record_key(config(materialized="table", unique_key=["id"])) == []
+    node = {"name": "orders", "config": {"materialized": "incremental", "predicates": ["a > 1"], "unique_key": "id"}}
+    assert m.ModelConfig.from_node(node).incremental_predicates == ["a > 1"]
 
 
 def test_merge_update_columns():
@@ -93,7 +101,7 @@ def test_schema_change_append_and_sync():
 
 def test_layout_change():
     assert not m.table_layout_changed(config(partition_by=["Day"]), ["day"], [])
-    assert m.table_layout_changed(config(partition_by=["day"], unique_key=["id"]), ["day"], [])
+    assert m.table_layout_changed(config(partition_by=["day"], strategy="merge", unique_key=["id"]), ["day"], [])
 
 
 def test_snapshot_glob_names_exact_files_and_escapes_glob_characters():

@@ -110,7 +110,7 @@ class HudiliteAdapter(SparkAdapter):
         elif m.table_layout_changed(config, table.config.partition_fields, table.config.record_key_fields):
             if config.materialized == "incremental" and not full_refresh:
                 raise CompilationError(
-                    f"model '{config.name}': partition_by/unique_key ({config.partition_by}/{config.unique_key}) differ "
+                    f"model '{config.name}': partition_by/record key ({config.partition_by}/{m.record_key(config)}) differ "
                     f"from the table's ({table.config.partition_fields}/{table.config.record_key_fields}); they are "
                     "fixed when the table is created: run with --full-refresh to rebuild it"
                 )
@@ -167,10 +167,9 @@ class HudiliteAdapter(SparkAdapter):
             if operation == m.CREATE:
                 table = HudiTable.create(
                     catalog.spark, catalog.table_path(schema, name), name, partition_by=config.partition_by,
-                    record_key=config.unique_key, precombine=config.precombine_field, database=schema,
+                    record_key=m.record_key(config), precombine=config.precombine_field, database=schema,
                 )
-                merges = config.materialized == "incremental" and config.strategy == "merge"
-                instant = table.upsert(df) if merges else table.insert(df)
+                instant = table.upsert(df) if table.config.record_key_fields else table.insert(df)
             elif operation == m.OVERWRITE_TABLE:
                 instant = table.insert_overwrite_table(df)
             else:
@@ -180,7 +179,9 @@ class HudiliteAdapter(SparkAdapter):
                     if plan.drop_missing_columns:
                         raise m.ModelConfigError(f"model '{config.name}': on_schema_change='sync_all_columns' cannot "
                                                  "drop columns of a merge model yet; run with --full-refresh")
-                    instant = table.upsert(df, m.update_columns(config, df.columns))
+                    instant = table.upsert(df, m.update_columns(config, df.columns), config.incremental_predicates)
+                elif operation == m.DELETE_INSERT:
+                    instant = table.delete_insert(df, config.unique_key, config.incremental_predicates)
                 else:
                     write = table.insert if operation == m.INSERT else table.insert_overwrite
                     instant = write(df, drop_missing_columns=plan.drop_missing_columns)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge")
+STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge", "delete+insert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 DEFAULT_RETAIN_COMMITS = 10
 
@@ -19,6 +19,7 @@ OVERWRITE_TABLE = "insert_overwrite_table"
 INSERT = "insert"
 OVERWRITE_PARTITIONS = "insert_overwrite"
 UPSERT = "upsert"                      # merge: through the record index
+DELETE_INSERT = "delete_insert"        # delete rows with the batch's unique_key values, insert the batch
 DELETE_FLAG = "_hoodie_is_deleted"     # a merge model's rows with it true are deletes
 
 
@@ -38,7 +39,7 @@ def _as_list(value: Any) -> List[str]:
 class ModelConfig:
     name: str
     materialized: str = "table"
-    strategy: str = "append"
+    strategy: str = "append"  # from_node: merge when a unique_key is set
     partition_by: List[str] = field(default_factory=list)
     unique_key: List[str] = field(default_factory=list)
     precombine_field: Optional[str] = None
@@ -46,23 +47,24 @@ class ModelConfig:
     retain_commits: int = DEFAULT_RETAIN_COMMITS
     merge_update_columns: Optional[List[str]] = None
     merge_exclude_columns: List[str] = field(default_factory=list)
-    unsupported: List[str] = field(default_factory=list)  # merge options not built yet
+    incremental_predicates: List[str] = field(default_factory=list)
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
         config = model.get("config", {}) or {}
+        unique_key = list(dict.fromkeys(_as_list(config.get("unique_key"))))  # ['a', 'a'] is 'a'
         return cls(
             name=model.get("name") or model.get("alias") or "?",
             materialized=config.get("materialized") or "table",
-            strategy=(config.get("incremental_strategy") or "append").lower(),
+            strategy=(config.get("incremental_strategy") or ("merge" if unique_key else "append")).lower(),
             partition_by=_as_list(config.get("partition_by")),
-            unique_key=_as_list(config.get("unique_key")),
+            unique_key=unique_key,
             precombine_field=config.get("precombine_field"),
             on_schema_change=(config.get("on_schema_change") or "ignore").lower(),
             retain_commits=int(config.get("retain_commits") or DEFAULT_RETAIN_COMMITS),
             merge_update_columns=_as_list(config.get("merge_update_columns")) or None,
             merge_exclude_columns=_as_list(config.get("merge_exclude_columns")),
-            unsupported=[k for k in ("incremental_predicates",) if config.get(k)],
+            incremental_predicates=_as_list(config.get("incremental_predicates") or config.get("predicates")),
         )
 
     def fail(self, message: str) -> ModelConfigError:
@@ -76,10 +78,11 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
             raise config.fail(
                 f"unknown incremental_strategy '{config.strategy}' (hudilite supports {', '.join(STRATEGIES)})"
             )
-        if config.strategy == "merge" and not config.unique_key:
-            raise config.fail("incremental_strategy 'merge' needs a unique_key")
-        if config.strategy == "merge" and config.unsupported:
-            raise config.fail(f"{', '.join(config.unsupported)} not supported yet with incremental_strategy 'merge'")
+        if config.strategy in ("merge", "delete+insert") and not config.unique_key:
+            raise config.fail(f"incremental_strategy '{config.strategy}' needs a unique_key")
+        if config.incremental_predicates and config.strategy not in ("merge", "delete+insert"):
+            raise config.fail("incremental_predicates restrict which existing rows a merge or delete+insert "
+                              f"matches; incremental_strategy '{config.strategy}' matches none")
         if config.strategy == "microbatch" and not config.partition_by:
             raise config.fail(
                 "incremental_strategy 'microbatch' replaces the partitions of each batch: set partition_by "
@@ -107,15 +110,23 @@ def choose_operation(config: ModelConfig, table_exists: bool, full_refresh: bool
         return OVERWRITE_TABLE
     if config.strategy == "merge":
         return UPSERT
+    if config.strategy == "delete+insert":
+        return DELETE_INSERT
     if config.strategy == "append":
         return INSERT
     return OVERWRITE_PARTITIONS if config.partition_by else OVERWRITE_TABLE
 
 
+def record_key(config: ModelConfig) -> List[str]:
+    """The Hudi record key of the model's table: a merge model's unique_key; otherwise keys
+    are auto-generated (delete+insert keeps rows that share a unique_key, as its predicates may)."""
+    return list(config.unique_key) if config.materialized == "incremental" and config.strategy == "merge" else []
+
+
 def table_layout_changed(config: ModelConfig, partition_fields: List[str], record_key_fields: List[str]) -> bool:
     """A table's partitioning and record key are fixed when it is created."""
     lower = lambda names: [n.lower() for n in names]  # noqa: E731
-    return lower(config.partition_by) != lower(partition_fields) or lower(config.unique_key) != lower(record_key_fields)
+    return lower(config.partition_by) != lower(partition_fields) or lower(record_key(config)) != lower(record_key_fields)
 
 
 @dataclass

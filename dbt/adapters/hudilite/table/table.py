@@ -46,8 +46,8 @@ from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
 from .transaction import WriteTransaction, claimed_instants, writer_path
 from .validation import check_table, files_outside_hoodie
 from .record_index import RecordIndex, entries_of
-from .update import as_dest, check_assignments, deleted_entries, key_marker, matches_per_file_group, rows_after, where_marker, with_file_id
-from .upsert import IS_DELETED, deduplicate, keyed_batch, locate, new_rows, plan_rewrites, rewritten_rows, tombstones
+from .update import as_dest, check_assignments, deleted_entries, key_marker, keys_rejected_by, matches_per_file_group, rows_after, where_marker, with_file_id
+from .upsert import IS_DELETED, OLD_FILE_ID, deduplicate, keyed_batch, locate, new_rows, plan_rewrites, rewritten_rows, tombstones
 from .writer import ROW_INDEX, WriteSpec, rewrite_task, run_write_job, write_empty_slice, write_stat
 
 CLEAN_STATE = PRIVATE_DIR + "/clean.json"
@@ -161,11 +161,15 @@ class HudiTable:
         return self._write(df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, replace="table", schema_mode="replace")
 
     # ---- upserts and deletes through the record index -----------------------------------
-    def upsert(self, df: DataFrame, update_columns: Optional[Sequence[str]] = None) -> str:
+    def upsert(self, df: DataFrame, update_columns: Optional[Sequence[str]] = None,
+               predicates: Sequence[str] = ()) -> str:
         """Insert new keys and replace the rows of existing ones (a commit); rows with a true
         `_hoodie_is_deleted` column are deletes. Only touched file groups are rewritten. With
-        `update_columns`, existing rows change only in those columns."""
-        return self._upsert(df, UPSERT, None if update_columns is None else list(update_columns))
+        `update_columns`, existing rows change only in those columns. With `predicates` (SQL over
+        the stored row, which may be called DBT_INTERNAL_DEST), a stored row some predicate
+        rejects may not match: it stays as it is, and the batch's row for its key is dropped
+        (a key names one row, so it cannot be inserted beside it)."""
+        return self._upsert(df, UPSERT, None if update_columns is None else list(update_columns), list(predicates))
 
     def delete(self, keys: DataFrame) -> str:
         """Delete the rows whose record key fields `keys` holds (a commit)."""
@@ -253,7 +257,8 @@ class HudiTable:
             raise HudiTableError(f"table {self.name}: nothing to index before the first commit")
         return self.record_index().build(self.read(), latest.timestamp, num_shards)
 
-    def _upsert(self, df: DataFrame, operation: str, update_columns: Optional[List[str]] = None) -> str:
+    def _upsert(self, df: DataFrame, operation: str, update_columns: Optional[List[str]] = None,
+                predicates: Sequence[str] = ()) -> str:
         if self.config.auto_keys:
             raise HudiTableError(f"table {self.name}: upsert and delete need a record key; this table's keys "
                                  "are auto-generated (create it with record_key=...)")
@@ -271,7 +276,10 @@ class HudiTable:
                 entries = index.read(completed, view, keys=batch.select(RECORD_KEY))
             else:
                 entries = self.spark.createDataFrame([], "key string, partition string, file_id string")
-            tagged = locate(batch, entries).persist()
+            tagged = locate(batch, entries)
+            if predicates:
+                tagged = tagged.join(self._keys_rejected_by(tagged, view, predicates), RECORD_KEY, "left_anti")
+            tagged = tagged.persist()
             try:
                 touched = plan_rewrites(tagged)
                 current = {g.file_id: g for g in view.live_groups()}
@@ -300,6 +308,13 @@ class HudiTable:
         elif index.needs_compaction(self._timeline.completed()):
             index.compact(self._timeline.completed(), self._timeline.view())
         return txn.instant
+
+    def _keys_rejected_by(self, tagged: DataFrame, view, predicates: Sequence[str]) -> DataFrame:
+        """Keys of the batch whose stored rows the predicates keep from matching."""
+        holders = {r[0] for r in tagged.where(F.col(OLD_FILE_ID).isNotNull()).select(OLD_FILE_ID).distinct().collect()}
+        files = [g.latest for g in view.live_groups() if g.file_id in holders]
+        stored = read_base_files(self.spark, self.storage, files, self.schema() or T.StructType([]))
+        return keys_rejected_by(stored, predicates, self.name)
 
     def _index_entries(self, stats: List[WriteStat], data_schema: T.StructType) -> DataFrame:
         """Keys of the files just written, read back (the key columns only)."""

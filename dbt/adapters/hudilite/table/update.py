@@ -47,12 +47,24 @@ def key_marker(keys: DataFrame, key_columns: Sequence[str], predicates: Sequence
         probe = keys.select(*[F.col(_quote(c)).alias(f"_key{i}") for i, c in enumerate(names)]).distinct()
         probe = probe.dropna().withColumn(MATCHED, F.lit(True))
         joined = stored.join(probe, [stored[_quote(c)] == probe[f"_key{i}"] for i, c in enumerate(names)], "left")
-        matched = F.coalesce(F.col(MATCHED), F.lit(False))
-        for predicate in predicates:
-            matched = matched & F.coalesce(F.expr(predicate), F.lit(False))
+        matched = F.coalesce(F.col(MATCHED), F.lit(False)) & accepted_by(predicates)
         return _analysed(lambda: joined.select(*[stored[_quote(c)] for c in stored.columns], matched.alias(MATCHED)),
                          table, f"incremental predicates {list(predicates)}")
     return mark
+
+
+def accepted_by(predicates: Sequence[str]) -> Column:
+    """True where every predicate is (a null result rejects)."""
+    accepted = F.lit(True)
+    for predicate in predicates:
+        accepted = accepted & F.coalesce(F.expr(predicate), F.lit(False))
+    return accepted
+
+
+def keys_rejected_by(stored: DataFrame, predicates: Sequence[str], table: str) -> DataFrame:
+    """Record keys of the stored rows some predicate rejects (merge: rows that may not match)."""
+    return _analysed(lambda: as_dest(stored).where(~accepted_by(predicates)).select(RECORD_KEY), table,
+                     f"incremental predicates {list(predicates)}")
 
 
 def as_dest(stored: DataFrame) -> DataFrame:

@@ -1,0 +1,27 @@
+"""Reading UPDATE and DELETE statements aimed at hudilite tables (no Spark)."""
+
+import pytest
+
+from dbt.adapters.hudilite.dml import parse_delete, parse_update, split_top_level
+
+
+def test_update_assignments_and_where():
+    sql = "update s.added set some_date = some_date + interval 1 hour where id > 10 and id < 21"
+    assert parse_update(sql) == ({"some_date": "some_date + interval 1 hour"}, "id > 10 and id < 21")
+
+
+def test_commas_and_keywords_inside_quotes_or_parentheses_do_not_split():
+    sql = "UPDATE `s`.`t` SET name = concat(name, ', where x'), t.y = (a, b) WHERE id < 11;"
+    assert parse_update(sql) == ({"name": "concat(name, ', where x')", "y": "(a, b)"}, "id < 11")
+    assert split_top_level("a = 'nowhere' or somewhere_else = 1", "where") == ["a = 'nowhere' or somewhere_else = 1"]
+
+
+def test_update_without_where_and_bad_assignments():
+    assert parse_update("update s.t set a = 1") == ({"a": "1"}, None)
+    with pytest.raises(ValueError, match="`a` is not `column = value`"):
+        parse_update("update s.t set a")
+
+
+def test_delete():
+    assert parse_delete("delete from s.t where x = 1") == "x = 1"
+    assert parse_delete("DELETE FROM s.t") is None
