@@ -25,3 +25,10 @@ def test_update_without_where_and_bad_assignments():
 def test_delete():
     assert parse_delete("delete from s.t where x = 1") == "x = 1"
     assert parse_delete("DELETE FROM s.t") is None
+
+
+def test_leading_comments_are_not_part_of_the_statement():
+    from dbt.adapters.hudilite.dml import _LEADING_COMMENTS
+
+    sql = "-- insert two rows\n/* and a block */\n  insert into s.t values (1)"
+    assert _LEADING_COMMENTS.sub("", sql).strip() == "insert into s.t values (1)"

@@ -28,6 +28,7 @@ _OTHER_DML = re.compile(
 )
 
 
+_LEADING_COMMENTS = re.compile(r"^(?:\s*(?:--[^\n]*(?:\n|$)|/\*.*?\*/))*", re.DOTALL)
 _UPDATE = re.compile(
     rf"^\s*update\s+{_IDENT}\s*\.\s*{_IDENT}\s+(?:as\s+{_IDENT}\s+)?set\s+(?P<rest>.*?)\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
@@ -112,6 +113,7 @@ def _columns(text: Optional[str]) -> List[str]:
 def route_statement(catalog, sql: str) -> Optional[DataFrame]:
     """Carry out `sql` if it writes a hudilite table and return an empty result; None when
     the statement is not for hudilite and Spark should run it."""
+    sql = _LEADING_COMMENTS.sub("", sql)
     head = _OTHER_DML.match(sql)
     if head is None:
         return None

@@ -185,12 +185,14 @@ class HudiliteAdapter(SparkAdapter):
                 else:
                     write = table.insert if operation == m.INSERT else table.insert_overwrite
                     instant = write(df, drop_missing_columns=plan.drop_missing_columns)
-        except (m.ModelConfigError, SchemaError, TimelineError) as err:
-            raise CompilationError(_name_model(config, err)) from None
-        except DbtRuntimeError:
-            raise
-        except Exception as err:  # noqa: BLE001 - Spark task failures carry the reason
-            raise DbtRuntimeError(_name_model(config, err)) from None
+        except Exception as err:
+            if operation == m.CREATE and table is not None:  # a failed first build leaves no table behind
+                catalog.drop_table(schema, name)
+            if isinstance(err, (m.ModelConfigError, SchemaError, TimelineError)):
+                raise CompilationError(_name_model(config, err)) from None
+            if isinstance(err, DbtRuntimeError):
+                raise
+            raise DbtRuntimeError(_name_model(config, err)) from None  # Spark task failures carry the reason
         catalog.register(schema, name, table)
         table.clean(retain_commits=config.retain_commits)
         metadata = table.commit_metadata(instant)
