@@ -15,6 +15,8 @@ from dbt.tests.adapter.basic.test_ephemeral import BaseEphemeral
 from dbt.tests.adapter.basic.test_generic_tests import BaseGenericTests
 from dbt.tests.adapter.basic.test_incremental import BaseIncremental, BaseIncrementalNotSchemaChange
 from dbt.tests.adapter.basic.test_singular_tests import BaseSingularTests
+from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
+from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
 from dbt.tests.adapter.basic.test_singular_tests_ephemeral import BaseSingularTestsEphemeral
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
 from dbt.tests.adapter.incremental.test_incremental_merge_exclude_columns import BaseMergeExcludeColumns
@@ -159,3 +161,11 @@ class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
     test__one_unique_key = None
     test__unary_unique_key_list = None
     test__duplicated_unary_unique_key_list = None
+
+
+class TestSnapshotCheckCols(BaseSnapshotCheckCols):
+    pass
+
+
+class TestSnapshotTimestamp(BaseSnapshotTimestamp):
+    pass

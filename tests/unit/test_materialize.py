@@ -107,3 +107,16 @@ def test_layout_change():
 def test_snapshot_glob_names_exact_files_and_escapes_glob_characters():
     assert snapshot_glob("/t", ["p=a/f1.parquet", "f2.parquet"]) == "/t/{p=a/f1.parquet,f2.parquet}"
     assert snapshot_glob("/t", ["p=a,b{1}/q=*/f.parquet"]) == "/t/{p=a?b?1?/q=?/f.parquet}"
+
+
+def test_a_snapshot_is_a_merge_on_dbt_scd_id_that_only_closes_open_versions():
+    names = {"dbt_scd_id": "scd", "dbt_valid_to": "valid_to"}
+    snap = m.snapshot_config("orders_snapshot", names, None)
+    assert (m.record_key(snap), m.update_columns(snap, ["id", "valid_to"])) == (["scd"], ["valid_to"])
+    assert snap.incremental_predicates == ["DBT_INTERNAL_DEST.`valid_to` is null"]
+    assert m.choose_operation(snap, True, True) == m.UPSERT and m.choose_operation(snap, False, False) == m.CREATE
+    current = m.snapshot_config("s", names, "to_timestamp('9999-12-31')")
+    assert current.incremental_predicates == [
+        "DBT_INTERNAL_DEST.`valid_to` is null or DBT_INTERNAL_DEST.`valid_to` = to_timestamp('9999-12-31')"]
+    assert [c for c in ["id", "dbt_change_type", "DBT_UNIQUE_KEY_1", "dbt_valid_to"] if m.snapshot_staging_only(c)] == [
+        "dbt_change_type", "DBT_UNIQUE_KEY_1"]

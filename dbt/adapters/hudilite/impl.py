@@ -95,6 +95,11 @@ class HudiliteAdapter(SparkAdapter):
                 "column_comment": (field.metadata or {}).get("comment"),
             }
 
+    @available
+    def data_columns(self, names: List[str]) -> List[str]:
+        """`names` without Hudi's meta columns."""
+        return [n for n in names if n not in META_COLUMNS]
+
     # ---- builds -----------------------------------------------------------------------------
     @available
     def hudilite_build(self, relation: BaseRelation, sql: str, model: Dict[str, Any], full_refresh: bool) -> Dict[str, Any]:
@@ -121,6 +126,23 @@ class HudiliteAdapter(SparkAdapter):
         except m.ModelConfigError as err:
             raise CompilationError(str(err)) from None
         return self._write(config, catalog, schema, name, table, df, operation)
+
+    @available
+    def hudilite_snapshot(self, relation: BaseRelation, sql: str, model: Dict[str, Any], column_names: Dict[str, str],
+                          valid_to_current: Optional[str], exists: bool) -> Dict[str, Any]:
+        """Apply a snapshot's SELECT (dbt's first-build or staging query) in one commit."""
+        config = m.snapshot_config(model.get("name") or relation.identifier, column_names, valid_to_current)
+        catalog = self.catalog
+        df = self._model_rows(config, catalog, sql)
+        df = df.drop(*[c for c in df.columns if m.snapshot_staging_only(c)])
+        table = catalog.open(relation.schema, relation.identifier)
+        if table is not None and m.table_layout_changed(config, table.config.partition_fields, table.config.record_key_fields):
+            raise CompilationError(
+                f"snapshot '{config.name}': {relation} is not keyed by {config.unique_key[0]} (record key "
+                f"{table.config.record_key_fields}); it was not built as a snapshot: drop it or choose another target"
+            )
+        return self._write(config, catalog, relation.schema, relation.identifier, table, df,
+                           m.choose_operation(config, table is not None, False))
 
     @available
     def hudilite_load_seed(self, relation: BaseRelation, agate_table, model: Dict[str, Any]) -> str:
@@ -260,5 +282,5 @@ def _seed_text(value: Any) -> Optional[str]:
 
 
 def _name_model(config: m.ModelConfig, err: Exception) -> str:
-    text = str(err)
+    text = str(err).strip() or repr(err)
     return text if f"'{config.name}'" in text else f"model '{config.name}': {text}"

@@ -103,9 +103,29 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
                                   f"(it produces {', '.join(columns)})")
 
 
+def snapshot_config(name: str, column_names: Dict[str, str], valid_to_current: Optional[str]) -> ModelConfig:
+    """A snapshot (SCD type 2) is a merge keyed by dbt_scd_id: new versions are new keys; a
+    changed or deleted record's open version (dbt_valid_to null, or the configured current
+    value) gets its dbt_valid_to and nothing else; closed versions never change."""
+    valid_to = f"DBT_INTERNAL_DEST.`{column_names['dbt_valid_to']}`"
+    open_version = f"{valid_to} is null" + (f" or {valid_to} = {valid_to_current}" if valid_to_current else "")
+    return ModelConfig(
+        name=name, materialized="snapshot", strategy="merge", unique_key=[column_names["dbt_scd_id"]],
+        merge_update_columns=[column_names["dbt_valid_to"]], incremental_predicates=[open_version],
+        on_schema_change="append_new_columns",  # new source columns join the snapshot, as in dbt
+    )
+
+
+def snapshot_staging_only(column: str) -> bool:
+    """Columns of dbt's snapshot staging SELECT that are not stored."""
+    return column.lower() == "dbt_change_type" or column.lower().startswith("dbt_unique_key")
+
+
 def choose_operation(config: ModelConfig, table_exists: bool, full_refresh: bool) -> str:
     if not table_exists:
         return CREATE
+    if config.materialized == "snapshot":
+        return UPSERT
     if config.materialized != "incremental" or full_refresh:
         return OVERWRITE_TABLE
     if config.strategy == "merge":
@@ -120,7 +140,8 @@ def choose_operation(config: ModelConfig, table_exists: bool, full_refresh: bool
 def record_key(config: ModelConfig) -> List[str]:
     """The Hudi record key of the model's table: a merge model's unique_key; otherwise keys
     are auto-generated (delete+insert keeps rows that share a unique_key, as its predicates may)."""
-    return list(config.unique_key) if config.materialized == "incremental" and config.strategy == "merge" else []
+    keyed = config.materialized == "snapshot" or (config.materialized == "incremental" and config.strategy == "merge")
+    return list(config.unique_key) if keyed else []
 
 
 def table_layout_changed(config: ModelConfig, partition_fields: List[str], record_key_fields: List[str]) -> bool:

@@ -230,7 +230,7 @@ class HudiTable:
                 rewritten = marked(sorted(touched))
                 stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, len(touched), self.name), spec,
                                        task=rewrite_task)
-                arrow_schema = to_arrow_schema(data_schema)
+                arrow_schema = self._arrow_schema(data_schema)
                 for file_id in sorted(set(touched) - {s.fileId for s in stats}):
                     stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
                 if delete:
@@ -290,7 +290,7 @@ class HudiTable:
                     rows = rewritten_rows(self.spark, self.storage, view, tagged, [f for f, _ in touched],
                                           data_schema, self.config.precombine_field, update_columns)
                     stats += run_write_job(rows, spec, task=rewrite_task)
-                    arrow_schema = to_arrow_schema(data_schema)
+                    arrow_schema = self._arrow_schema(data_schema)
                     for file_id in sorted({f for f, _ in touched} - {s.fileId for s in stats}):
                         stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
                 inserted = run_write_job(self._rows_for_writer(new_rows(tagged, data_schema), data_schema), spec)
@@ -320,6 +320,10 @@ class HudiTable:
         """Keys of the files just written, read back (the key columns only)."""
         files = [BaseFile(s.partitionPath, s.fileId, "", s.path, s.numWrites, s.fileSizeInBytes) for s in stats]
         return entries_of(read_base_files(self.spark, self.storage, files, data_schema))
+
+    def _arrow_schema(self, data_schema: T.StructType):
+        """The data columns as Spark hands them to Python (timestamps in the session's zone)."""
+        return to_arrow_schema(data_schema, timezone=self.spark.conf.get("spark.sql.session.timeZone"))
 
     def _write_spec(self, instant: str, **extra) -> WriteSpec:
         return WriteSpec(
