@@ -171,8 +171,8 @@ class TestConfigErrors(HudiliteProject):
         assert not os.path.exists(os.path.join(root, project.test_schema, model))
 
 
-class TestSqlInsertGoesThroughTheCore(EventsProject):
-    def test_insert_into_and_overwrite(self, project, spark, built):
+class TestSqlDmlGoesThroughTheCore(EventsProject):
+    def test_insert_update_and_delete(self, project, spark, built):
         schema = project.test_schema
         project.run_sql(f"insert into {schema}.events (event_id, day) values (9, '2026-11-09')")
         project.run_sql(f"insert overwrite table {schema}.events select 10, '2026-11-01', '/new'")
@@ -180,8 +180,13 @@ class TestSqlInsertGoesThroughTheCore(EventsProject):
         assert [i.action for i in table.timeline()] == ["commit", "commit", "replacecommit"]
         assert self.rows(project, "events", "event_id, cast(day as string), page") == [
             (3, "2026-11-02", "/"), (4, "2026-11-02", "/pricing"), (9, "2026-11-09", None), (10, "2026-11-01", "/new")]
-        with pytest.raises(Exception, match="is a hudilite table: `delete from` is not supported"):
-            project.run_sql(f"delete from {schema}.events where event_id = 9")
+        project.run_sql(f"update {schema}.events set page = concat('/p', event_id) where page is null or event_id = 3")
+        project.run_sql(f"delete from {schema}.events where day = '2026-11-01'")
+        assert [i.action for i in table.timeline()][3:] == ["commit", "commit"]
+        assert self.rows(project, "events", "event_id, page") == [(3, "/p3"), (4, "/pricing"), (9, "/p9")]
+        with pytest.raises(Exception, match="is a hudilite table: `merge into` is not supported"):
+            project.run_sql(f"merge into {schema}.events t using {schema}.events s on t.event_id = s.event_id "
+                            "when matched then delete")
         assert_hudi_rs_agrees(table)
 
 
@@ -256,5 +261,38 @@ class TestMerge(HudiliteProject):
         assert all(s.prevCommit == first for s in rewritten.values())
         assert [s.partitionPath for s in stats if not s.prevCommit] == ["day=2026-11-04"]
         assert "_hoodie_is_deleted" not in [f.name for f in table.schema().fields]
+        assert table.validate() == []
+        assert_hudi_rs_agrees(table)
+
+
+SNAPSHOT = """
+{% snapshot pages_snapshot %}
+{{ config(unique_key='event_id', strategy='check', check_cols=['page'], target_schema=schema) }}
+select event_id, day, page from {{ ref('raw_events') }}
+{% endsnapshot %}
+"""
+
+
+class TestSnapshot(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"pages_snapshot.sql": SNAPSHOT}
+
+    def test_a_change_closes_one_version_in_place_and_adds_one(self, project, spark):
+        run_dbt(["seed"])
+        run_dbt(["snapshot"])
+        table = self.table(project, spark, "pages_snapshot")
+        first = table.timeline()[-1].timestamp
+        project.run_sql(f"update {project.test_schema}.raw_events set page = '/moved' where event_id = 2")
+        run_dbt(["snapshot"])
+        versions = self.rows(project, "pages_snapshot", "event_id, page, dbt_valid_to is null")
+        assert versions == [(1, "/", True), (2, "/docs", False), (2, "/moved", True), (3, "/", True),
+                            (4, "/pricing", True), (5, "/", True)]
+        assert table.config.record_key_fields == ["dbt_scd_id"]
+        stats = table.commit_metadata(table.timeline()[-1]).write_stats
+        assert [(s.prevCommit, s.numUpdateWrites) for s in stats if s.prevCommit] == [(first, 1)]
+        assert [s.numInserts for s in stats if not s.prevCommit] == [1]
+        run_dbt(["snapshot"])  # nothing changed: no new version
+        assert len(self.rows(project, "pages_snapshot")) == 6
         assert table.validate() == []
         assert_hudi_rs_agrees(table)
