@@ -14,13 +14,15 @@ index reader drops them, so overwrites need no delta.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import posixpath
 import re
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -42,6 +44,8 @@ ENTRY_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("fi
                           ("deleted", pa.bool_())])
 ENTRY_DDL = "key string, partition string, file_id string, deleted boolean"
 _SHARD_RESULT = pa.schema([("path", pa.string()), ("entries", pa.int64())])
+LOCATION_DDL = "key string, partition string, file_id string"
+_LOCATION = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
 
 
 def file_id_of(file_name_column):
@@ -74,6 +78,57 @@ def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator
                        use_dictionary=["partition", "file_id"], column_encoding={"key": "DELTA_BYTE_ARRAY"},
                        row_group_size=64 * 1024)
     yield pa.RecordBatch.from_pylist([{"path": path, "entries": table.num_rows}], schema=_SHARD_RESULT)
+
+
+def row_groups_holding(metadata: pq.FileMetaData, sorted_keys: List[str]) -> List[int]:
+    """Row groups of a key-sorted index file whose key range holds one of `sorted_keys`."""
+    out = []
+    for i in range(metadata.num_row_groups):
+        stats = metadata.row_group(i).column(0).statistics
+        if stats is None or not stats.has_min_max:
+            out.append(i)
+            continue
+        at = bisect.bisect_left(sorted_keys, stats.min)
+        if at < len(sorted_keys) and sorted_keys[at] <= stats.max:
+            out.append(i)
+    return out
+
+
+def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: List[str]) -> Dict[str, tuple]:
+    """key -> (partition, file_id, deleted) as of the newest of `files` ((instant, path)) that
+    holds it; only the row groups that can hold one of `keys` are read."""
+    sorted_keys = sorted(set(keys))
+    wanted = pa.array(sorted_keys, pa.string())
+    found: Dict[str, tuple] = {}
+    for _, path in sorted(files):  # oldest first: a later delta's entry wins
+        with storage.open_input(path) as source:
+            parquet = pq.ParquetFile(source)
+            groups = row_groups_holding(parquet.metadata, sorted_keys)
+            if not groups:
+                continue
+            rows = parquet.read_row_groups(groups, columns=["key", "partition", "file_id", "deleted"])
+        rows = rows.filter(pc.is_in(rows.column("key"), value_set=wanted))
+        for key, partition, file_id, deleted in zip(*(rows.column(c).to_pylist() for c in rows.column_names)):
+            found[key] = (partition, file_id, deleted)
+    return found
+
+
+def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: FrozenSet[str],
+                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: the live entries of the keys that arrive (with their shard), reading
+    each shard's index files directly."""
+    storage = Storage(base_path)
+    keys_by_shard: Dict[int, List[str]] = {}
+    for batch in batches:
+        for shard, key in zip(batch.column("shard").to_pylist(), batch.column("key").to_pylist()):
+            if key is not None:
+                keys_by_shard.setdefault(shard, []).append(key)
+    for shard, keys in keys_by_shard.items():
+        found = latest_entries(storage, files_by_shard.get(shard, []), keys)
+        rows = [(k, p, f) for k, (p, f, deleted) in found.items() if not deleted and f in live]
+        if rows:
+            columns = list(zip(*rows))
+            yield pa.RecordBatch.from_arrays([pa.array(c, pa.string()) for c in columns], schema=_LOCATION)
 
 
 def entries_of(rows: DataFrame) -> DataFrame:
@@ -139,24 +194,31 @@ class RecordIndex:
                     out.setdefault(shard, []).append((instant, posixpath.join(folder, name)))
         return out
 
-    def read(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None,
-             keys: Optional[DataFrame] = None) -> DataFrame:
-        """The live entries (key, partition, file_id) of the snapshot at `as_of`; with `keys`
-        (a one-column DataFrame of a batch's keys), only theirs: the index is filtered while it
-        is scanned, so nothing but the batch's entries is shuffled."""
+    def read(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
+        """All live entries (key, partition, file_id) of the snapshot at `as_of` (validation,
+        compaction); a batch's keys are found with `lookup`."""
         files = [(instant, path) for per_shard in self.visible_files(completed, as_of).values() for instant, path in per_shard]
         if not files:
-            return self.spark.createDataFrame([], "key string, partition string, file_id string")
+            return self.spark.createDataFrame([], LOCATION_DDL)
         entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[self.storage.uri(p) for _, p in files])
                    .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
-        if keys is not None:
-            entries = entries.join(F.broadcast(keys.toDF("key").distinct()), "key", "left_semi")
         latest = entries.groupBy("key").agg(F.max_by(F.struct("partition", "file_id", "deleted"), "instant").alias("e"))
         live_ids = [g.file_id for g in view.live_groups()]
         live = self.spark.createDataFrame([(i,) for i in live_ids], "file_id string")
         return (latest.where(~F.col("e.deleted"))
                 .select("key", F.col("e.partition").alias("partition"), F.col("e.file_id").alias("file_id"))
                 .join(F.broadcast(live), "file_id").select("key", "partition", "file_id"))
+
+    def lookup(self, completed: List[Instant], view: FileSystemView, keys: DataFrame) -> DataFrame:
+        """The live entries (key, partition, file_id) of `keys` (a one-column DataFrame): one
+        task per shard with keys reads that shard's files, only the row groups whose key range
+        can hold a wanted key, on the executors."""
+        files = self.visible_files(completed)
+        live = frozenset(g.file_id for g in view.live_groups())
+        task = functools.partial(_lookup_task, self.storage.base_path, files, live)
+        shards = self.num_shards
+        probes = keys.toDF("key").select("key", self.shard(F.col("key")).alias("shard"))
+        return probes.repartition(shards, "shard").mapInArrow(task, LOCATION_DDL)
 
     def needs_compaction(self, completed: List[Instant]) -> bool:
         return any(len(files) - 1 > COMPACT_AFTER_DELTAS for files in self.visible_files(completed).values())

@@ -137,6 +137,10 @@ class Storage:
         except FileNotFoundError:
             pass
 
+    def open_input(self, rel: str):
+        """A random-access file (parquet footers and row groups are read by offset)."""
+        return self._fs.open_input_file(self.full_path(rel))
+
     def open_output(self, rel: str):
         self.make_dirs(posixpath.dirname(rel))
         return self._fs.open_output_stream(self.full_path(rel))

@@ -273,7 +273,7 @@ class HudiTable:
                                 self.config.hive_style_partitioning, self.name)
             batch = deduplicate(batch, self.config.precombine_field, self.name)
             if index.state():
-                entries = index.read(completed, view, keys=batch.select(RECORD_KEY))
+                entries = index.lookup(completed, view, batch.select(RECORD_KEY))
             else:
                 entries = self.spark.createDataFrame([], "key string, partition string, file_id string")
             tagged = locate(batch, entries)
