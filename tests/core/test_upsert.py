@@ -116,3 +116,18 @@ def test_predicates_keep_stored_rows_from_matching(spark, tmp_path):
     assert len(table.timeline()) == 2
     assert table.validate() == []
     assert_hudi_rs_agrees(table)
+
+
+def test_every_key_is_found_in_its_own_shard(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(300)]))
+    table.build_record_index(num_shards=7)
+    table.upsert(customers(spark, [(i, "moved", "apac", 2) for i in range(0, 300, 50)]))  # deltas in several shards
+    index = table.record_index()
+    completed, view = table._timeline.completed(), table._timeline.view()
+    for shard, files in index.visible_files(completed).items():  # each file holds its own shard's keys only
+        keys = spark.read.parquet(*[index.storage.uri(p) for _, p in files]).select("key")
+        assert {r[0] for r in keys.select(index.shard(F.col("key"))).distinct().collect()} == {shard}
+    found = {r.key: r.partition for r in index.lookup(completed, view, table.read().select("_hoodie_record_key")).collect()}
+    assert len(found) == 300 and found["50"] == "region=apac" and found["51"] == "region=us"
+    assert table.validate() == []

@@ -62,22 +62,25 @@ def shard_path(shard: int, instant: str, kind: str) -> str:
 
 
 def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: the rows of one shard (sorted by key) into one index file. A delta
-    belongs to a pending instant and gets a marker, so a rollback removes it."""
+    """Executor side: rows sorted by (shard, key) into one index file per shard (a Spark
+    partition may hold several shards). A delta belongs to a pending instant and gets a
+    marker, so a rollback removes it."""
     storage = Storage(base_path)
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
     table = pa.concat_tables(tables)
-    shard = table.column("shard")[0].as_py()
-    path = shard_path(shard, instant, kind)
-    if kind == "delta":
-        storage.write_bytes(marker_path(instant, path), b"")
-    with storage.open_output(path) as sink:
-        pq.write_table(table.drop_columns(["shard"]).cast(ENTRY_SCHEMA), sink, compression="zstd",
-                       use_dictionary=["partition", "file_id"], column_encoding={"key": "DELTA_BYTE_ARRAY"},
-                       row_group_size=64 * 1024)
-    yield pa.RecordBatch.from_pylist([{"path": path, "entries": table.num_rows}], schema=_SHARD_RESULT)
+    shards = table.column("shard").to_numpy()
+    starts = [0] + [i + 1 for i in range(len(shards) - 1) if shards[i] != shards[i + 1]] + [len(shards)]
+    for start, end in zip(starts, starts[1:]):
+        path = shard_path(int(shards[start]), instant, kind)
+        if kind == "delta":
+            storage.write_bytes(marker_path(instant, path), b"")
+        with storage.open_output(path) as sink:
+            pq.write_table(table.slice(start, end - start).drop_columns(["shard"]).cast(ENTRY_SCHEMA), sink,
+                           compression="zstd", use_dictionary=["partition", "file_id"],
+                           column_encoding={"key": "DELTA_BYTE_ARRAY"}, row_group_size=64 * 1024)
+        yield pa.RecordBatch.from_pylist([{"path": path, "entries": end - start}], schema=_SHARD_RESULT)
 
 
 def row_groups_holding(metadata: pq.FileMetaData, sorted_keys: List[str]) -> List[int]:
@@ -158,7 +161,7 @@ class RecordIndex:
         """Index files written ({path: entries}), one per shard that has entries."""
         keyed = entries.withColumn("shard", F.pmod(F.xxhash64("key"), F.lit(num_shards)).cast("int"))
         task = functools.partial(_write_shard_task, self.storage.base_path, instant, kind)
-        rows = (keyed.repartition(num_shards, "shard").sortWithinPartitions("key")
+        rows = (keyed.repartition(num_shards, "shard").sortWithinPartitions("shard", "key")
                 .mapInArrow(task, "path string, entries long").collect())
         return {r.path: r.entries for r in rows}
 
