@@ -6,6 +6,7 @@ reads turn the timeline's file list into a DataFrame over Spark's parquet scan.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Dict, List, Optional, Sequence, Union
 
@@ -47,8 +48,8 @@ from .transaction import WriteTransaction, claimed_instants, writer_path
 from .validation import check_table, files_outside_hoodie
 from .record_index import RecordIndex, entries_of
 from .update import as_dest, check_assignments, deleted_entries, key_marker, keys_rejected_by, matches_per_file_group, rows_after, where_marker, with_file_id
-from .upsert import IS_DELETED, OLD_FILE_ID, deduplicate, keyed_batch, locate, new_rows, plan_rewrites, rewritten_rows, tombstones
-from .writer import ROW_INDEX, WriteSpec, rewrite_task, run_write_job, write_empty_slice, write_stat
+from .upsert import IS_DELETED, OLD_FILE_ID, keyed_batch, new_rows, summarize, tag, tombstones
+from .writer import ROW_INDEX, WriteSpec, merge_task, rewrite_task, run_write_job, write_empty_slice, write_stat
 
 CLEAN_STATE = PRIVATE_DIR + "/clean.json"
 Fields = Union[None, str, Sequence[str]]
@@ -271,28 +272,31 @@ class HudiTable:
             completed = self._timeline.completed()
             batch = keyed_batch(df, data_schema, self.config.record_key_fields, self.config.partition_fields,
                                 self.config.hive_style_partitioning, self.name)
-            batch = deduplicate(batch, self.config.precombine_field, self.name)
             if index.state():
-                entries = index.lookup(completed, view, batch.select(RECORD_KEY))
-            else:
-                entries = self.spark.createDataFrame([], "key string, partition string, file_id string")
-            tagged = locate(batch, entries)
+                shard_of, partitions, files = index.shard, index.num_shards, index.visible_files(completed)
+            else:  # an empty table: every key is new
+                partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+                shard_of, files = (lambda key: F.pmod(F.xxhash64(key), F.lit(partitions))), {}
+            live = frozenset(g.file_id for g in view.live_groups())
+            tagged = tag(batch, shard_of, partitions, self.storage.base_path, files, live, self.config.precombine_field)
             if predicates:
                 tagged = tagged.join(self._keys_rejected_by(tagged, view, predicates), RECORD_KEY, "left_anti")
             tagged = tagged.persist()
             try:
-                touched = plan_rewrites(tagged)
+                touched, duplicate = summarize(tagged)
+                if duplicate is not None:
+                    raise SchemaError(f"table {self.name}: the new rows hold record key '{duplicate}' more than once; "
+                                      "set a precombine field to choose between them")
                 current = {g.file_id: g for g in view.live_groups()}
-                spec = self._write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f, _ in touched},
-                                        deletes_per_file_group=dict(touched))
+                spec = self._write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
                 stats = []
                 if touched:
-                    rows = rewritten_rows(self.spark, self.storage, view, tagged, [f for f, _ in touched],
-                                          data_schema, self.config.precombine_field, update_columns)
-                    stats += run_write_job(rows, spec, task=rewrite_task)
-                    arrow_schema = self._arrow_schema(data_schema)
-                    for file_id in sorted({f for f, _ in touched} - {s.fileId for s in stats}):
-                        stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
+                    slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
+                    merge = functools.partial(merge_task, slices, [f.name for f in data_schema.fields],
+                                              self.config.precombine_field, update_columns)
+                    rows = (tagged.where(F.col(OLD_FILE_ID).isNotNull())
+                            .repartition(max(1, min(len(touched), 200)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
+                    stats += run_write_job(rows, spec, task=merge)
                 inserted = run_write_job(self._rows_for_writer(new_rows(tagged, data_schema), data_schema), spec)
                 stats += inserted
                 index_files = []

@@ -1,36 +1,42 @@
 """Upsert and delete on a Copy-On-Write table through the record index.
 
-1. The batch gets its record keys and partition paths; duplicates within it resolve by the
-   precombine field (largest wins) or are an error naming the key.
-2. A join with the record index tags each key with the file group holding it, if any.
-3. Each touched file group is read (its latest slice only) and rewritten as a new slice of
-   the same fileId: unchanged rows keep their commit time and seqno, updated rows get this
-   instant's, deleted rows are left out. An incoming row older than the stored one (by the
-   precombine field) changes nothing. Untouched file groups are neither read nor written.
+1. The batch gets its record keys and partition paths and is shuffled by index shard.
+2. One task per shard (`tag_task`) resolves duplicates within the batch (the largest
+   precombine value wins; without a precombine field they are flagged, and the driver raises
+   an error naming the key), looks its keys up in that shard's index files and tags each row
+   with the file group holding the key now, if any.
+3. Each touched file group is rewritten by one task (`writer.merge_task`) that reads its
+   latest slice and merges the batch's rows in Arrow (`merge_slice`): unchanged rows keep
+   their commit time and seqno, updated rows get this instant's, deleted and moved-away rows
+   are left out, and an incoming row older than the stored one (by the precombine field)
+   changes nothing. Untouched file groups are neither read nor written.
 4. New keys (and keys that moved to another partition: the index is global) go to new file
    groups through the insert writer.
 5. The index delta of the instant: the keys of the new file groups, tombstones for deleted
-   and moved-away keys.
+   keys.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+import functools
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .file_group import FileSystemView
 from .keygen import partition_path, record_key
-from .reader import read_base_files
-from .record_index import file_id_of
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, SchemaError
+from .record_index import latest_entries
+from .schema import COMMIT_SEQNO, COMMIT_TIME, PARTITION_PATH, RECORD_KEY
+from .storage import Storage
 
 IS_DELETED = "_hoodie_is_deleted"
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
-FILE_ID = "_hudilite_file_id"
+DUPLICATE = "_hudilite_duplicate"  # set on every row of a key the batch holds twice (no precombine)
+SHARD = "_hudilite_shard"
 
 
 def keyed_batch(df: DataFrame, data_schema: T.StructType, key_fields: List[str], partition_fields: List[str],
@@ -47,64 +53,113 @@ def keyed_batch(df: DataFrame, data_schema: T.StructType, key_fields: List[str],
     )
 
 
-def deduplicate(batch: DataFrame, precombine: str, table: str) -> DataFrame:
-    """One row per key: the largest precombine value wins; without one, duplicates are an error."""
+def tagged_schema(batch_schema: T.StructType) -> T.StructType:
+    extra = [T.StructField(OLD_PARTITION, T.StringType()), T.StructField(OLD_FILE_ID, T.StringType()),
+             T.StructField(DUPLICATE, T.BooleanType())]
+    return T.StructType(list(batch_schema.fields) + extra)
+
+
+def tag(batch: DataFrame, shard_of, num_partitions: int, base_path: str,
+        files_by_shard: Dict[int, List[Tuple[str, str]]], live: FrozenSet[str], precombine: Optional[str]) -> DataFrame:
+    """The batch, one row per key, tagged with where each key lives now (see `tag_task`)."""
+    task = functools.partial(tag_task, base_path, files_by_shard, live, precombine)
+    sharded = batch.withColumn(SHARD, shard_of(F.col(RECORD_KEY))).repartition(num_partitions, SHARD)
+    return sharded.mapInArrow(task, tagged_schema(batch.schema))
+
+
+def one_row_per_key(rows: pa.Table, precombine: Optional[str]) -> Tuple[pa.Table, pa.Array]:
+    """(rows sorted by key with one row per key, flags of keys that occurred more than once).
+    With a precombine field the largest value wins (a row without one loses to any that has
+    one); without it every row stays and duplicates are flagged."""
+    order = rows
+    sort_keys = [(RECORD_KEY, "ascending")]
+    if precombine:  # rows without a value first, so that the last row of a key is its largest
+        order = rows.append_column("_has", pc.is_valid(rows.column(precombine)))
+        sort_keys += [("_has", "ascending"), (precombine, "ascending")]
+    rows = rows.take(pc.sort_indices(order, sort_keys=sort_keys))
+    keys = rows.column(RECORD_KEY)
+    n = rows.num_rows
+    if n == 0:
+        return rows, pa.array([], pa.bool_())
+    same_as_next = pc.equal(keys.slice(0, n - 1), keys.slice(1)).combine_chunks()
+    same_as_next = pc.fill_null(same_as_next, False)
+    last_of_key = pa.concat_arrays([pc.invert(same_as_next), pa.array([True])])
     if precombine:
-        order = F.col(f"`{precombine}`")  # a row without a value (a bare delete) loses to any that has one
-        winner = F.max_by(F.struct(*[F.col(f"`{c}`") for c in batch.columns]), F.struct(order.isNotNull(), order))
-        return batch.groupBy(RECORD_KEY).agg(winner.alias("row")).select("row.*")
-    duplicate = batch.groupBy(RECORD_KEY).count().where("count > 1").select(RECORD_KEY).limit(1).collect()
-    if duplicate:
-        raise SchemaError(
-            f"table {table}: the new rows hold record key '{duplicate[0][0]}' more than once; "
-            "set a precombine field to choose between them"
-        )
-    return batch
+        kept = rows.filter(last_of_key)
+        return kept, pa.array([False] * kept.num_rows, pa.bool_())
+    first_of_key = pa.concat_arrays([pa.array([True]), pc.invert(same_as_next)])
+    return rows, pc.invert(pc.and_(first_of_key, last_of_key))
 
 
-def locate(batch: DataFrame, index_entries: DataFrame) -> DataFrame:
-    """Tag each key with the (partition, file group) holding it now; null for a new key."""
-    found = index_entries.select(F.col("key").alias(RECORD_KEY), F.col("partition").alias(OLD_PARTITION),
-                                 F.col("file_id").alias(OLD_FILE_ID))
-    return batch.join(found, RECORD_KEY, "left")
+def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: FrozenSet[str],
+             precombine: Optional[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: the batch rows of some shards, deduplicated and tagged with the live
+    (partition, fileId) of their key from the shard's index files."""
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    rows = pa.concat_tables(tables)
+    storage = Storage(base_path)
+    shards = rows.column(SHARD)
+    for shard in pc.unique(shards).to_pylist():
+        part, duplicate = one_row_per_key(rows.filter(pc.equal(shards, shard)).drop_columns([SHARD]), precombine)
+        found = latest_entries(storage, files_by_shard.get(shard, []), part.column(RECORD_KEY).to_pylist())
+        places = [found.get(k) for k in part.column(RECORD_KEY).to_pylist()]
+        places = [p if p is not None and not p[2] and p[1] in live else (None, None, None) for p in places]
+        tagged = part.append_column(OLD_PARTITION, pa.array([p[0] for p in places], pa.string()))
+        tagged = tagged.append_column(OLD_FILE_ID, pa.array([p[1] for p in places], pa.string()))
+        tagged = tagged.append_column(DUPLICATE, duplicate)
+        yield from tagged.to_batches()
 
 
-def plan_rewrites(tagged: DataFrame) -> List[Tuple[str, int]]:
-    """(fileId, rows deleted or moved out of it) for every file group the batch touches."""
-    touched = tagged.where(F.col(OLD_FILE_ID).isNotNull())
-    leaving = (F.col(IS_DELETED) | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION))).cast("int")
-    return [(r[0], r[1]) for r in touched.groupBy(OLD_FILE_ID).agg(F.sum(leaving)).collect()]
+def leaving():
+    """A stored row leaves its file group: deleted, or moved to another partition."""
+    return F.col(IS_DELETED) | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION))
 
 
-def rewritten_rows(spark, storage, view: FileSystemView, tagged: DataFrame, file_ids: List[str],
-                   data_schema: T.StructType, precombine: str, update_columns: Optional[List[str]] = None) -> DataFrame:
-    """The new content of the touched file groups, laid out for `writer.rewrite_task`. With
-    `update_columns`, an updated row takes only those columns from the batch."""
-    wanted = set(file_ids)
-    files = [g.latest for g in view.live_groups() if g.file_id in wanted]
-    stored = read_base_files(spark, storage, files, data_schema).withColumn(FILE_ID, file_id_of(F.col(FILE_NAME)))
-    data = [F.col(f"`{f.name}`") for f in data_schema.fields]
-    incoming = tagged.where(F.col(OLD_FILE_ID).isNotNull())
-    in_place = incoming.where(~F.col(IS_DELETED) & (F.col(PARTITION_PATH) == F.col(OLD_PARTITION)))
+def summarize(tagged: DataFrame) -> Tuple[Dict[str, int], Optional[str]]:
+    """({fileId: rows deleted or moved out} for every touched file group, a duplicated key)."""
+    rows = tagged.groupBy(OLD_FILE_ID).agg(
+        F.sum(F.when(F.col(OLD_FILE_ID).isNotNull() & leaving(), 1).otherwise(0)).alias("leaving"),
+        F.min(F.when(F.col(DUPLICATE), F.col(RECORD_KEY))).alias("duplicate"),
+    ).collect()
+    duplicates = sorted(r.duplicate for r in rows if r.duplicate is not None)
+    return {r[0]: r.leaving for r in rows if r[0] is not None}, (duplicates[0] if duplicates else None)
+
+
+def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names: Sequence[str],
+                precombine: Optional[str], update_columns: Optional[Sequence[str]]) -> Tuple[pa.Table, int, int]:
+    """A file group's new slice: (rows as commit time, seqno, key, partition, data columns,
+    with a null commit time for changed rows; rows changed; rows deleted or moved out).
+    `stored` is its latest slice, `incoming` the batch rows tagged with it (one per key)."""
+    stored_keys = stored.column(RECORD_KEY)
+    deleted = pc.or_(incoming.column(IS_DELETED), pc.not_equal(incoming.column(PARTITION_PATH), pa.scalar(partition)))
+    in_place = incoming.filter(pc.invert(deleted))
+    position = pc.index_in(in_place.column(RECORD_KEY), value_set=stored_keys)
     if precombine:  # an incoming row older than the stored one changes nothing
-        stored_order = stored.select(F.col(RECORD_KEY), F.col(f"`{precombine}`").alias("_stored_order"))
-        stale = (in_place.join(stored_order, RECORD_KEY)
-                 .where(F.col(f"`{precombine}`") < F.col("_stored_order")).select(RECORD_KEY))
-        in_place = in_place.join(stale, RECORD_KEY, "left_anti")
-        incoming = incoming.join(stale, RECORD_KEY, "left_anti")
-    if update_columns is not None:
-        wanted = {c.lower() for c in update_columns}
-        frozen = [f.name for f in data_schema.fields if f.name.lower() not in wanted]
-        previous = stored.select(F.col(RECORD_KEY), *[F.col(f"`{c}`").alias(f"_stored_{c}") for c in frozen])
-        in_place = in_place.join(previous, RECORD_KEY).select(
-            *[c for c in in_place.columns if c not in frozen],
-            *[F.col(f"`_stored_{c}`").alias(c) for c in frozen])
-    kept = stored.join(incoming.select(RECORD_KEY), RECORD_KEY, "left_anti").select(
-        F.col(FILE_ID), F.col(COMMIT_TIME), F.col(COMMIT_SEQNO), F.col(RECORD_KEY), F.col(PARTITION_PATH), *data)
-    changed = in_place.select(
-        F.col(OLD_FILE_ID).alias(FILE_ID), F.lit(None).cast("string").alias(COMMIT_TIME),
-        F.lit(None).cast("string").alias(COMMIT_SEQNO), F.col(RECORD_KEY), F.col(PARTITION_PATH), *data)
-    return kept.unionByName(changed).repartition(max(1, min(len(file_ids), 200)), FILE_ID).sortWithinPartitions(FILE_ID, RECORD_KEY)
+        older = pc.less(in_place.column(precombine), stored.column(precombine).take(position))
+        keep = pc.invert(pc.fill_null(older, False))
+        in_place, position = in_place.filter(keep), position.filter(keep)
+    replaced = pa.concat_arrays([in_place.column(RECORD_KEY).combine_chunks(),
+                                 incoming.filter(deleted).column(RECORD_KEY).combine_chunks()])
+    kept = stored.filter(pc.invert(pc.is_in(stored_keys, value_set=replaced)))
+    frozen = set() if update_columns is None else {c.lower() for c in data_names} - {c.lower() for c in update_columns}
+    n = in_place.num_rows
+    nulls = pa.nulls(n, pa.string())
+    changed = pa.table([nulls, nulls, in_place.column(RECORD_KEY), in_place.column(PARTITION_PATH)]
+                       + [in_place.column(c) for c in data_names],
+                       names=[COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH] + list(data_names))
+    # Stored slices may predate a column (null) or a widened type (cast to the table's).
+    stored_column = lambda table, c: (table.column(c).cast(changed.schema.field(c).type) if c in table.column_names  # noqa: E731
+                                      else pa.nulls(table.num_rows, changed.schema.field(c).type))
+    for c in data_names:
+        if c.lower() in frozen:
+            changed = changed.set_column(changed.schema.get_field_index(c), c, stored_column(stored, c).take(position))
+    kept = pa.table([stored_column(kept, c) for c in changed.column_names], schema=changed.schema)
+    merged = pa.concat_tables([kept, changed])
+    gone = incoming.filter(deleted).column(RECORD_KEY)
+    removed = pc.sum(pc.is_in(stored_keys, value_set=gone)).as_py() or 0
+    return merged.sort_by(RECORD_KEY), n, removed
 
 
 def new_rows(tagged: DataFrame, data_schema: T.StructType) -> DataFrame:

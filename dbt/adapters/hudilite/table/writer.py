@@ -93,6 +93,7 @@ class _OpenBaseFile:
         self.rows = 0
         self.changed_rows = 0
         self.bytes_in = 0
+        self.deletes = spec.deletes_per_file_group.get(self.file_id, 0)
 
     def add(self, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
             data: List[pa.Array], changed_rows: int) -> None:
@@ -127,7 +128,7 @@ class _OpenBaseFile:
             "partition_path": self.partition, "file_id": self.file_id, "path": self.path,
             "prev_commit": self.prev_commit, "num_writes": self.rows,
             "num_inserts": 0 if rewrite else self.rows, "num_update_writes": self.changed_rows if rewrite else 0,
-            "num_deletes": self.spec.deletes_per_file_group.get(self.file_id, 0),
+            "num_deletes": self.deletes,
             "file_size": self.storage.size(self.path),
         }
 
@@ -204,13 +205,30 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
 REWRITE_META = 5
 
 
+class _SliceRows:
+    """Adds rows to new slices of existing file groups: a changed row (null commit time) gets
+    this instant's commit time and a new seqno numbered within the task."""
+
+    def __init__(self, spec: WriteSpec, task_partition: int):
+        self.spec, self.task_partition, self.row_index = spec, task_partition, 0
+        self.commit_time = pa.scalar(spec.instant, pa.string())
+
+    def add(self, out: _OpenBaseFile, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
+            data: List[pa.Array]) -> None:
+        changed = pc.is_null(commit_time)
+        n = len(key)
+        new_seqno = seqno_array(self.spec.instant, self.task_partition, pa.array(range(self.row_index, self.row_index + n), pa.int64()))
+        self.row_index += n
+        out.add(pc.if_else(changed, self.commit_time, commit_time), pc.if_else(changed, new_seqno, seqno), key, partition,
+                data, pc.sum(changed).as_py() or 0)
+
+
 def rewrite_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """New slices of existing file groups (Copy-On-Write): same fileId, this instant."""
     task_partition, attempt, token = _task_context(spec)
     storage = Storage(spec.base_path)
     stats: List[dict] = []
-    row_index = 0
-    commit_time = pa.scalar(spec.instant, pa.string())
+    slice_rows = _SliceRows(spec, task_partition)
     current: Optional[_OpenBaseFile] = None
     try:
         for batch in batches:
@@ -221,18 +239,54 @@ def rewrite_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator
                 if current is None:
                     current = _OpenBaseFile(spec, storage, token, rows.column(4)[0].as_py(),
                                             list(rows.schema)[REWRITE_META:], file_id, spec.prev_commits[file_id])
-                changed = pc.is_null(rows.column(1))
-                n = rows.num_rows
-                new_seqno = seqno_array(spec.instant, task_partition, pa.array(range(row_index, row_index + n), pa.int64()))
-                row_index += n
-                current.add(pc.if_else(changed, commit_time, rows.column(1)), pc.if_else(changed, new_seqno, rows.column(2)),
-                            rows.column(3), rows.column(4), rows.columns[REWRITE_META:], pc.sum(changed).as_py() or 0)
+                slice_rows.add(current, *rows.columns[1:REWRITE_META], rows.columns[REWRITE_META:])
         if current is not None:
             stats.append(current.close())
             current = None
     finally:
         if current is not None:
             current.sink.close()
+    yield from _finish(spec, task_partition, attempt, stats)
+
+
+def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
+               update_columns: Optional[List[str]], spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Upsert: the batch's rows of touched file groups arrive tagged and grouped by file group;
+    each group's latest slice (`slices`: fileId -> (path, partition)) is read here and merged
+    with them (`upsert.merge_slice`) into a new slice of the same fileId."""
+    from .upsert import OLD_FILE_ID, merge_slice
+
+    task_partition, attempt, token = _task_context(spec)
+    storage = Storage(spec.base_path)
+    stats: List[dict] = []
+    slice_rows = _SliceRows(spec, task_partition)
+
+    def write(file_id: str, parts: List[pa.RecordBatch]) -> None:
+        path, partition = slices[file_id]
+        with storage.open_input(path) as source:
+            stored = pq.read_table(source)
+        merged, _, removed = merge_slice(stored, pa.Table.from_batches(parts), partition, data_names, precombine,
+                                         update_columns)
+        out = _OpenBaseFile(spec, storage, token, partition, list(merged.schema)[4:], file_id, spec.prev_commits[file_id])
+        out.deletes = removed
+        try:
+            for chunk in merged.to_batches(ARROW_BATCH_ROWS):
+                slice_rows.add(out, *chunk.columns[:4], chunk.columns[4:])
+        except BaseException:  # the marker stays: the driver deletes the file
+            out.sink.close()
+            raise
+        stats.append(out.close())
+
+    current_id, parts = None, []
+    for batch in batches:
+        for file_id, rows in _runs(batch, batch.schema.get_field_index(OLD_FILE_ID)):
+            if current_id is not None and file_id != current_id:
+                write(current_id, parts)
+                parts = []
+            current_id = file_id
+            parts.append(rows)
+    if current_id is not None:
+        write(current_id, parts)
     yield from _finish(spec, task_partition, attempt, stats)
 
 
