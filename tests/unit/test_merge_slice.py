@@ -10,7 +10,7 @@ META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_h
 
 def stored(rows):
     names = META + ["_hoodie_file_name", "id", "name", "version"]
-    return pa.table(list(zip(*[(f"t1", f"t1_0_{i}", str(k), "p", "f1", k, n, v) for i, (k, n, v) in enumerate(rows)])),
+    return pa.table(list(zip(*[("t1", f"t1_0_{i}", str(k), "p", "f1", k, n, v) for i, (k, n, v) in enumerate(rows)])),
                     names=names)
 
 

@@ -8,7 +8,7 @@ from dbt.adapters.hudilite.table.storage import Storage
 
 
 def write_entries(storage, path, entries, row_group_size):
-    table = pa.Table.from_pylist([dict(key=k, partition=p, file_id=f, deleted=d) for k, p, f, d in entries],
+    table = pa.Table.from_pylist([dict(key=k, file_id=f, deleted=d) for k, f, d in entries],
                                  schema=ENTRY_SCHEMA)
     with storage.open_output(path) as sink:
         pq.write_table(table, sink, row_group_size=row_group_size)
@@ -16,7 +16,7 @@ def write_entries(storage, path, entries, row_group_size):
 
 def test_row_groups_by_key_range(tmp_path):
     storage = Storage(str(tmp_path))
-    write_entries(storage, "base.parquet", [(f"k{i:03d}", "p", "f1", False) for i in range(100)], row_group_size=10)
+    write_entries(storage, "base.parquet", [(f"k{i:03d}", "f1", False) for i in range(100)], row_group_size=10)
     with storage.open_input("base.parquet") as source:
         metadata = pq.ParquetFile(source).metadata
     assert row_groups_holding(metadata, ["k005", "k007", "k055"]) == [0, 5]
@@ -25,9 +25,8 @@ def test_row_groups_by_key_range(tmp_path):
 
 def test_latest_entry_wins_and_tombstones_show(tmp_path):
     storage = Storage(str(tmp_path))
-    write_entries(storage, "1.base.parquet", [("a", "p1", "f1", False), ("b", "p1", "f1", False),
-                                              ("c", "p1", "f1", False)], 2)
-    write_entries(storage, "2.delta.parquet", [("a", "p2", "f2", False), ("b", "p1", "f1", True)], 2)
+    write_entries(storage, "1.base.parquet", [("a", "f1", False), ("b", "f1", False), ("c", "f1", False)], 2)
+    write_entries(storage, "2.delta.parquet", [("a", "f2", False), ("b", "f1", True)], 2)
     files = [("20260101000000002", "2.delta.parquet"), ("20260101000000001", "1.base.parquet")]
     assert latest_entries(storage, files, ["a", "b", "c", "zz"]) == {
-        "a": ("p2", "f2", False), "b": ("p1", "f1", True), "c": ("p1", "f1", False)}
+        "a": ("f2", False), "b": ("f1", True), "c": ("f1", False)}

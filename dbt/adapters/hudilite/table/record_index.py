@@ -19,7 +19,7 @@ import functools
 import json
 import posixpath
 import re
-from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from .file_group import FileSystemView
 from .instant import Instant
-from .schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
+from .schema import FILE_NAME, RECORD_KEY
 from .storage import Storage
 from .timeline import PRIVATE_DIR, TMP_DIR
 from .transaction import marker_path
@@ -40,9 +40,10 @@ ENTRIES_PER_SHARD = 2_000_000
 COMPACT_AFTER_DELTAS = 20  # per shard: then the base is rewritten as of the latest instant
 MAX_SHARDS = 1024
 _SHARD_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
-ENTRY_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
-                          ("deleted", pa.bool_())])
-ENTRY_DDL = "key string, partition string, file_id string, deleted boolean"
+# A file group lives in one partition: entries store the fileId only (1-2 B less per entry) and
+# readers take the partition from the file-system view.
+ENTRY_SCHEMA = pa.schema([("key", pa.string()), ("file_id", pa.string()), ("deleted", pa.bool_())])
+ENTRY_DDL = "key string, file_id string, deleted boolean"
 _SHARD_RESULT = pa.schema([("path", pa.string()), ("entries", pa.int64())])
 LOCATION_DDL = "key string, partition string, file_id string"
 _LOCATION = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
@@ -78,7 +79,7 @@ def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator
             storage.write_bytes(marker_path(instant, path), b"")
         with storage.open_output(path) as sink:
             pq.write_table(table.slice(start, end - start).drop_columns(["shard"]).cast(ENTRY_SCHEMA), sink,
-                           compression="zstd", use_dictionary=["partition", "file_id"],
+                           compression="zstd", use_dictionary=["file_id"],
                            column_encoding={"key": "DELTA_BYTE_ARRAY"}, row_group_size=64 * 1024)
         yield pa.RecordBatch.from_pylist([{"path": path, "entries": end - start}], schema=_SHARD_RESULT)
 
@@ -98,7 +99,7 @@ def row_groups_holding(metadata: pq.FileMetaData, sorted_keys: List[str]) -> Lis
 
 
 def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: List[str]) -> Dict[str, tuple]:
-    """key -> (partition, file_id, deleted) as of the newest of `files` ((instant, path)) that
+    """key -> (file_id, deleted) as of the newest of `files` ((instant, path)) that
     holds it; only the row groups that can hold one of `keys` are read."""
     sorted_keys = sorted(set(keys))
     wanted = pa.array(sorted_keys, pa.string())
@@ -109,14 +110,14 @@ def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: List[st
             groups = row_groups_holding(parquet.metadata, sorted_keys)
             if not groups:
                 continue
-            rows = parquet.read_row_groups(groups, columns=["key", "partition", "file_id", "deleted"])
+            rows = parquet.read_row_groups(groups, columns=["key", "file_id", "deleted"])
         rows = rows.filter(pc.is_in(rows.column("key"), value_set=wanted))
-        for key, partition, file_id, deleted in zip(*(rows.column(c).to_pylist() for c in rows.column_names)):
-            found[key] = (partition, file_id, deleted)
+        for key, file_id, deleted in zip(*(rows.column(c).to_pylist() for c in rows.column_names)):
+            found[key] = (file_id, deleted)
     return found
 
 
-def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: FrozenSet[str],
+def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str],
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the live entries of the keys that arrive (with their shard), reading
     each shard's index files directly."""
@@ -128,7 +129,7 @@ def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]
                 keys_by_shard.setdefault(shard, []).append(key)
     for shard, keys in keys_by_shard.items():
         found = latest_entries(storage, files_by_shard.get(shard, []), keys)
-        rows = [(k, p, f) for k, (p, f, deleted) in found.items() if not deleted and f in live]
+        rows = [(k, live[f], f) for k, (f, deleted) in found.items() if not deleted and f in live]
         if rows:
             columns = list(zip(*rows))
             yield pa.RecordBatch.from_arrays([pa.array(c, pa.string()) for c in columns], schema=_LOCATION)
@@ -136,7 +137,7 @@ def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]
 
 def entries_of(rows: DataFrame) -> DataFrame:
     """Index entries for rows read from base files (with their meta columns)."""
-    return rows.select(F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"),
+    return rows.select(F.col(RECORD_KEY).alias("key"),
                        file_id_of(F.col(FILE_NAME)).alias("file_id"), F.lit(False).alias("deleted"))
 
 
@@ -176,7 +177,7 @@ class RecordIndex:
         return written
 
     def write_delta(self, entries: DataFrame, instant: str) -> List[str]:
-        """Changes made by `instant` (key, partition, file_id, deleted), inside its commit;
+        """Changes made by `instant` (key, file_id, deleted), inside its commit;
         returns the files, which the commit keeps beside its base files."""
         return sorted(self._write(entries, instant, "delta", self.num_shards))
 
@@ -205,11 +206,10 @@ class RecordIndex:
             return self.spark.createDataFrame([], LOCATION_DDL)
         entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[self.storage.uri(p) for _, p in files])
                    .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
-        latest = entries.groupBy("key").agg(F.max_by(F.struct("partition", "file_id", "deleted"), "instant").alias("e"))
-        live_ids = [g.file_id for g in view.live_groups()]
-        live = self.spark.createDataFrame([(i,) for i in live_ids], "file_id string")
-        return (latest.where(~F.col("e.deleted"))
-                .select("key", F.col("e.partition").alias("partition"), F.col("e.file_id").alias("file_id"))
+        latest = entries.groupBy("key").agg(F.max_by(F.struct("file_id", "deleted"), "instant").alias("e"))
+        live = self.spark.createDataFrame([(g.file_id, g.partition) for g in view.live_groups()],
+                                          "file_id string, partition string")
+        return (latest.where(~F.col("e.deleted")).select("key", F.col("e.file_id").alias("file_id"))
                 .join(F.broadcast(live), "file_id").select("key", "partition", "file_id"))
 
     def lookup(self, completed: List[Instant], view: FileSystemView, keys: DataFrame) -> DataFrame:
@@ -217,7 +217,7 @@ class RecordIndex:
         task per shard with keys reads that shard's files, only the row groups whose key range
         can hold a wanted key, on the executors."""
         files = self.visible_files(completed)
-        live = frozenset(g.file_id for g in view.live_groups())
+        live = {g.file_id: g.partition for g in view.live_groups()}
         task = functools.partial(_lookup_task, self.storage.base_path, files, live)
         shards = self.num_shards
         probes = keys.toDF("key").select("key", self.shard(F.col("key")).alias("shard"))

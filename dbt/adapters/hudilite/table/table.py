@@ -33,6 +33,7 @@ from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .keygen import partition_path, record_key, task_row_index
 from .reader import changed_rows, read_base_files
 from .schema import (
+    FILE_NAME,
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
@@ -46,7 +47,7 @@ from .storage import Storage
 from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
 from .transaction import WriteTransaction, claimed_instants, writer_path
 from .validation import check_table, files_outside_hoodie
-from .record_index import RecordIndex, entries_of
+from .record_index import RecordIndex, entries_of, file_id_of
 from .update import as_dest, check_assignments, deleted_entries, key_marker, keys_rejected_by, matches_per_file_group, rows_after, where_marker, with_file_id
 from .upsert import IS_DELETED, OLD_FILE_ID, keyed_batch, new_rows, summarize, tag, tombstones
 from .writer import ROW_INDEX, WriteSpec, merge_task, rewrite_task, run_write_job, write_empty_slice, write_stat
@@ -277,7 +278,7 @@ class HudiTable:
             else:  # an empty table: every key is new
                 partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
                 shard_of, files = (lambda key: F.pmod(F.xxhash64(key), F.lit(partitions))), {}
-            live = frozenset(g.file_id for g in view.live_groups())
+            live = {g.file_id: g.partition for g in view.live_groups()}
             tagged = tag(batch, shard_of, partitions, self.storage.base_path, files, live, self.config.precombine_field)
             if predicates:
                 tagged = tagged.join(self._keys_rejected_by(tagged, view, predicates), RECORD_KEY, "left_anti")
@@ -461,7 +462,8 @@ class HudiTable:
         if self.spark is None or index.state() is None:
             return []
         indexed = index.read(self._timeline.completed(), self._timeline.view())
-        actual = entries_of(self.read()).select("key", "partition", "file_id")
+        actual = self.read().select(F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"),
+                                    file_id_of(F.col(FILE_NAME)).alias("file_id"))
         problems = [f"record index lacks key '{r.key}' ({r.partition}, {r.file_id})"
                     for r in actual.exceptAll(indexed).limit(examples).collect()]
         problems += [f"record index holds key '{r.key}' at ({r.partition}, {r.file_id}), which the snapshot does not"

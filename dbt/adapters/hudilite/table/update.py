@@ -138,6 +138,5 @@ def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Option
 
 def deleted_entries(marked: DataFrame) -> DataFrame:
     """Index tombstones for the matched (deleted) rows."""
-    return marked.where(F.col(MATCHED)).select(
-        F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"), F.col(FILE_ID).alias("file_id"),
-        F.lit(True).alias("deleted"))
+    return marked.where(F.col(MATCHED)).select(F.col(RECORD_KEY).alias("key"), F.col(FILE_ID).alias("file_id"),
+                                               F.lit(True).alias("deleted"))

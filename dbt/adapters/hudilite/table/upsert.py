@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,7 +60,7 @@ def tagged_schema(batch_schema: T.StructType) -> T.StructType:
 
 
 def tag(batch: DataFrame, shard_of, num_partitions: int, base_path: str,
-        files_by_shard: Dict[int, List[Tuple[str, str]]], live: FrozenSet[str], precombine: Optional[str]) -> DataFrame:
+        files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str], precombine: Optional[str]) -> DataFrame:
     """The batch, one row per key, tagged with where each key lives now (see `tag_task`)."""
     task = functools.partial(tag_task, base_path, files_by_shard, live, precombine)
     sharded = batch.withColumn(SHARD, shard_of(F.col(RECORD_KEY))).repartition(num_partitions, SHARD)
@@ -91,10 +91,11 @@ def one_row_per_key(rows: pa.Table, precombine: Optional[str]) -> Tuple[pa.Table
     return rows, pc.invert(pc.and_(first_of_key, last_of_key))
 
 
-def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: FrozenSet[str],
+def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str],
              precombine: Optional[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the batch rows of some shards, deduplicated and tagged with the live
-    (partition, fileId) of their key from the shard's index files."""
+    (partition, fileId) of their key from the shard's index files (`live`: fileId -> partition
+    of the live file groups)."""
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
@@ -104,10 +105,10 @@ def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], l
     for shard in pc.unique(shards).to_pylist():
         part, duplicate = one_row_per_key(rows.filter(pc.equal(shards, shard)).drop_columns([SHARD]), precombine)
         found = latest_entries(storage, files_by_shard.get(shard, []), part.column(RECORD_KEY).to_pylist())
-        places = [found.get(k) for k in part.column(RECORD_KEY).to_pylist()]
-        places = [p if p is not None and not p[2] and p[1] in live else (None, None, None) for p in places]
-        tagged = part.append_column(OLD_PARTITION, pa.array([p[0] for p in places], pa.string()))
-        tagged = tagged.append_column(OLD_FILE_ID, pa.array([p[1] for p in places], pa.string()))
+        file_ids = [found.get(k, (None, True)) for k in part.column(RECORD_KEY).to_pylist()]
+        file_ids = [f if not deleted and f in live else None for f, deleted in file_ids]
+        tagged = part.append_column(OLD_PARTITION, pa.array([live.get(f) for f in file_ids], pa.string()))
+        tagged = tagged.append_column(OLD_FILE_ID, pa.array(file_ids, pa.string()))
         tagged = tagged.append_column(DUPLICATE, duplicate)
         yield from tagged.to_batches()
 
@@ -171,5 +172,4 @@ def new_rows(tagged: DataFrame, data_schema: T.StructType) -> DataFrame:
 def tombstones(tagged: DataFrame) -> DataFrame:
     """Index entries removing deleted keys (a moved key's new entry replaces its old one)."""
     gone = tagged.where(F.col(OLD_FILE_ID).isNotNull() & F.col(IS_DELETED))
-    return gone.select(F.col(RECORD_KEY).alias("key"), F.col(OLD_PARTITION).alias("partition"),
-                       F.col(OLD_FILE_ID).alias("file_id"), F.lit(True).alias("deleted"))
+    return gone.select(F.col(RECORD_KEY).alias("key"), F.col(OLD_FILE_ID).alias("file_id"), F.lit(True).alias("deleted"))
