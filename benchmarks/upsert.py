@@ -13,6 +13,7 @@ import argparse
 import glob
 import os
 import shutil
+import statistics
 import tempfile
 import time
 
@@ -33,6 +34,17 @@ def table_rows(spark, n):
     )
 
 
+def make_batch(spark, table, n, size, run):
+    """Half updates of keys from the last two days, half new keys on a new day."""
+    recent = table.read().where(F.col("day") >= F.date_add(F.lit("2020-01-01").cast("date"), n // ROWS_PER_DAY - 2))
+    updates = recent.orderBy(F.rand(run)).limit(size // 2).select(
+        "id", "day", (F.col("amount") + 1).alias("amount"), F.lit(2 + run).alias("version"))
+    new_day = F.date_add(F.lit("2020-01-01").cast("date"), n // ROWS_PER_DAY + run)
+    batch = updates.unionByName(table_rows(spark, size // 2).withColumn("day", new_day)).cache()
+    batch.count()
+    return batch
+
+
 def timed(fn):
     started = time.perf_counter()
     result = fn()
@@ -48,6 +60,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     spark = spark_session(conf={"spark.master": "local[2]", "spark.driver.memory": "6g"})
     work = tempfile.mkdtemp(prefix="hudilite-upsert-")
@@ -57,33 +70,37 @@ def main():
         table = HudiTable.create(spark, path, "bench", record_key="id", partition_by="day", precombine="version")
         table.insert(table_rows(spark, n))
         build_s, entries = timed(lambda: table.build_record_index())
-        recent = table.read().orderBy(F.col("day").desc()).limit(2 * ROWS_PER_DAY)
-        updates = recent.orderBy(F.rand(7)).limit(args.batch // 2).select("id", "day", (F.col("amount") + 1).alias("amount"), F.lit(2).alias("version"))
-        new_day = F.date_add(F.lit("2020-01-01").cast("date"), n // ROWS_PER_DAY)
-        inserts = table_rows(spark, args.batch // 2).withColumn("day", new_day)
-        batch = updates.unionByName(inserts).cache()
-        batch.count()
-        upsert_s, instant = timed(lambda: table.upsert(batch))
-        touched = sum(1 for s in table.commit_metadata(instant).write_stats if s.prevCommit)
+        size = index_bytes(path)  # the base files: one entry per key
+        upsert_runs, touched = [], 0
+        for run in range(args.repeat):  # fresh batches; the median is reported
+            batch = make_batch(spark, table, n, args.batch, run)
+            upsert_s, instant = timed(lambda: table.upsert(batch))
+            upsert_runs.append(upsert_s)
+            touched = sum(1 for s in table.commit_metadata(instant).write_stats if s.prevCommit)
 
         peer = HudiTable.create(spark, f"{work}/p{n}", "peer", record_key="id", partition_by="day")
         peer.insert(table_rows(spark, n))
+        rewrite_runs = []
+        for run in range(args.repeat):
+            batch = make_batch(spark, peer, n, args.batch, run)
 
-        def full_rewrite():
-            current = peer.read().drop(*[c for c in peer.read().columns if c.startswith("_hoodie")])
-            merged = current.join(batch.select("id"), "id", "left_anti").unionByName(batch.select(*current.columns))
-            return peer.insert_overwrite_table(merged)
+            def full_rewrite():
+                current = peer.read().drop(*[c for c in peer.read().columns if c.startswith("_hoodie")])
+                merged = current.join(batch.select("id"), "id", "left_anti").unionByName(batch.select(*current.columns))
+                return peer.insert_overwrite_table(merged)
 
-        rewrite_s, _ = timed(full_rewrite)
+            rewrite_runs.append(timed(full_rewrite)[0])
+        upsert_s, rewrite_s = statistics.median(upsert_runs), statistics.median(rewrite_runs)
         lookup_keys = table.read().select("id").limit(100_000).cache()
         lookup_keys.count()
         index = table.record_index()
         lookup_s, found = timed(lambda: index.lookup(table._timeline.completed(), table._timeline.view(), lookup_keys).count())
-        results.append((n, build_s, entries, index_bytes(path), upsert_s, touched, rewrite_s, lookup_s, found))
+        results.append((n, build_s, entries, size, upsert_s, touched, rewrite_s, lookup_s, found))
         shutil.rmtree(path, ignore_errors=True)
         shutil.rmtree(f"{work}/p{n}", ignore_errors=True)
 
-    print(f"\nUpsert of {args.batch:,} rows (half updates in the last two days, half new keys), local[2]")
+    print(f"\nUpsert of {args.batch:,} rows (half updates in the last two days, half new keys), local[2], "
+          f"median of {args.repeat} runs each")
     print("| table rows | upsert s | file groups rewritten | full-rewrite merge s (peer) | speed-up |")
     print("|---|---|---|---|---|")
     for n, _, _, _, upsert_s, touched, rewrite_s, _, _ in results:

@@ -1,11 +1,13 @@
 """Record keys and partition paths, as Spark column expressions evaluated on the executors.
 
 - simple key: `str(value)` of one field; complex key: `f1:v1,f2:v2`.
-- auto key (RFC-76): `<instant>_<task partition>_<row in task>`. The row index is the low
-  33 bits of `monotonically_increasing_id()`, which Spark derives from the task's partition
-  and the row's position in it: deterministic when a task reruns over the same input. Only
-  that integer crosses from the JVM to the Python writer, which builds the key strings with
-  vectorized Arrow kernels (`seqno_array`): strings are the costly thing to ship.
+- auto key (RFC-76): `<instant>_<task partition>_<row>`, the row numbered in the order the
+  task writes it. The task sorts its rows by partition path and their input position (the
+  low 33 bits of `monotonically_increasing_id()`), so the numbering is deterministic when a
+  task reruns over the same input, and each file group a task writes holds one run of
+  consecutive rows: the auto-key index stores such runs (`key_ranges.py`). The Python writer
+  builds the key strings with vectorized Arrow kernels (`seqno_array`); no string crosses
+  from the JVM.
 - `_hoodie_commit_seqno` uses the same `<instant>_<task partition>_<row>` shape for every write.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,6 +32,10 @@ _ROW_BITS = (1 << 33) - 1
 def task_row_index() -> Column:
     """The 0-based index of the row within the task that evaluates it."""
     return F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS))
+
+
+def row_numbers(start: int, count: int) -> pa.Array:
+    return pa.array(np.arange(start, start + count, dtype=np.int64))
 
 
 def seqno_array(instant: str, task_partition: int, row_index: pa.Array) -> pa.Array:

@@ -231,7 +231,7 @@ class RecordIndex:
         base-plus-log compaction); the files it supersedes are deleted once it is published."""
         instant = max(i.timestamp for i in completed)
         superseded = [p for files in self.visible_files(completed).values() for _, p in files]
-        entries = self.read(completed, view).withColumn("deleted", F.lit(False))
+        entries = self.read(completed, view).select("key", "file_id", F.lit(False).alias("deleted"))
         self._write(entries, instant, "base", self.num_shards)
         state = dict(self.state(), base_instant=instant)
         self.storage.write_atomic(INDEX_STATE, json.dumps(state).encode(), TMP_DIR)

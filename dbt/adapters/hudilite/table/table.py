@@ -47,6 +47,7 @@ from .storage import Storage
 from .timeline import PRIVATE_DIR, TMP_DIR, Timeline, TimelineError
 from .transaction import WriteTransaction, claimed_instants, writer_path
 from .validation import check_table, files_outside_hoodie
+from .key_ranges import KeyRangeIndex
 from .record_index import RecordIndex, entries_of, file_id_of
 from .update import as_dest, check_assignments, deleted_entries, key_marker, keys_rejected_by, matches_per_file_group, rows_after, where_marker, with_file_id
 from .upsert import IS_DELETED, OLD_FILE_ID, keyed_batch, new_rows, summarize, tag, tombstones
@@ -173,8 +174,12 @@ class HudiTable:
         (a key names one row, so it cannot be inserted beside it)."""
         return self._upsert(df, UPSERT, None if update_columns is None else list(update_columns), list(predicates))
 
-    def delete(self, keys: DataFrame) -> str:
-        """Delete the rows whose record key fields `keys` holds (a commit)."""
+    def delete(self, keys: DataFrame) -> Optional[str]:
+        """Delete the rows whose record key fields `keys` holds (a commit). On an auto-keyed
+        table `keys` holds `_hoodie_record_key` values, found through the key ranges; None
+        when none of them is in the table."""
+        if self.config.auto_keys:
+            return self._delete_auto_keys(keys)
         current = self.schema() or T.StructType([])
         present = {c.lower() for c in keys.columns}
         filled = keys.select(*keys.columns, *[F.lit(None).cast(f.dataType).alias(f.name) for f in current.fields
@@ -203,6 +208,22 @@ class HudiTable:
         return self._rewrite_matching(key_marker(df, key_columns, predicates, self.name), INSERT, data_schema,
                                       delete=True, inserts=df)
 
+    def _delete_auto_keys(self, keys: DataFrame) -> Optional[str]:
+        if RECORD_KEY not in keys.columns and len(keys.columns) != 1:
+            raise HudiTableError(f"table {self.name}: its keys are auto-generated: delete takes one column of "
+                                 f"{RECORD_KEY} values (got {', '.join(keys.columns)})")
+        keys = keys.select((F.col(RECORD_KEY) if RECORD_KEY in keys.columns else F.col(_quote(keys.columns[0]))).alias(RECORD_KEY))
+        ranges = self.key_range_index()
+        if ranges.state() is None and self._timeline.latest_completed() is not None:
+            self.build_record_index()
+        wanted = [r[0] for r in keys.distinct().collect()]
+
+        def holders(view, completed):
+            return set(ranges.holders(wanted, completed, view).values())
+
+        return self._rewrite_matching(key_marker(keys, [RECORD_KEY], (), self.name), DELETE, self._existing_schema(),
+                                      delete=True, candidates=holders)
+
     def _existing_schema(self) -> T.StructType:
         current = self.schema()
         if current is None:
@@ -210,7 +231,9 @@ class HudiTable:
         return current
 
     def _rewrite_matching(self, mark, operation: str, data_schema: T.StructType, assignments=None,
-                          delete: bool = False, inserts: Optional[DataFrame] = None) -> Optional[str]:
+                          delete: bool = False, inserts: Optional[DataFrame] = None, candidates=None) -> Optional[str]:
+        """`candidates(view, completed)`, when given, names the only file groups that can match
+        (an index knows); otherwise every live file group is scanned."""
         index = self.record_index()
         with WriteTransaction(self.storage, self._timeline, COMMIT) as txn:
             view = self._timeline.view()
@@ -221,7 +244,8 @@ class HudiTable:
                 files = [current[f].latest for f in groups]
                 return mark(as_dest(with_file_id(read_base_files(self.spark, self.storage, files, stored_schema))))
 
-            touched = dict(matches_per_file_group(marked(current)))
+            scanned = sorted(candidates(view, self._timeline.completed())) if candidates else current
+            touched = dict(matches_per_file_group(marked(scanned))) if scanned else {}
             if not touched and inserts is None:
                 return None  # nothing to do: the transaction rolls its empty instant back
             spec = self._write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched},
@@ -241,23 +265,44 @@ class HudiTable:
                 inserted = run_write_job(self._rows_for_writer(inserts, data_schema), spec)
                 stats += inserted
                 index_changes.append(self._index_entries(inserted, data_schema))
-            index_files = []
+            index_files = self._key_ranges_delta(stats, data_schema, txn.instant)
             if index.state() is not None and index_changes:
                 changes = index_changes[0] if len(index_changes) == 1 else index_changes[0].unionByName(index_changes[1])
                 index_files = index.write_delta(changes, txn.instant)
             txn.commit(CommitMetadata(operation=operation, write_stats=stats, extra=self._schema_metadata(data_schema)),
                        index_files)
+        self._compact_index_if_due()
         return txn.instant
 
     def record_index(self) -> RecordIndex:
+        """The per-key index of a table with a record key."""
         return RecordIndex(self.spark, self.storage)
 
+    def key_range_index(self) -> KeyRangeIndex:
+        """The index of an auto-keyed table: runs of keys per file group."""
+        return KeyRangeIndex(self.storage)
+
     def build_record_index(self, num_shards: Optional[int] = None) -> int:
-        """Build the index from the latest snapshot; returns its entries."""
+        """Build the index from the latest snapshot: per key, or for an auto-keyed table as
+        runs of keys. Returns its entries (keys, or runs)."""
         latest = self._timeline.latest_completed()
         if latest is None:
             raise HudiTableError(f"table {self.name}: nothing to index before the first commit")
+        if self.config.auto_keys:
+            return self.key_range_index().build(self.read(), latest.timestamp)
         return self.record_index().build(self.read(), latest.timestamp, num_shards)
+
+    def _key_ranges_delta(self, stats: List[WriteStat], data_schema: T.StructType, instant: str) -> List[str]:
+        """An auto-keyed table's index files for the file groups an instant wrote (if it has one)."""
+        ranges = self.key_range_index()
+        if not self.config.auto_keys or ranges.state() is None or not stats:
+            return []
+        return ranges.write_delta(self._written_rows(stats, data_schema), [s.fileId for s in stats], instant)
+
+    def _compact_index_if_due(self) -> None:
+        index = self.key_range_index() if self.config.auto_keys else self.record_index()
+        if index.state() is not None and index.needs_compaction(self._timeline.completed()):
+            index.compact(self._timeline.completed(), self._timeline.view())
 
     def _upsert(self, df: DataFrame, operation: str, update_columns: Optional[List[str]] = None,
                 predicates: Sequence[str] = ()) -> str:
@@ -310,8 +355,7 @@ class HudiTable:
                        index_files)
         if index.state() is None:  # the table's first rows came through upsert
             self.build_record_index()
-        elif index.needs_compaction(self._timeline.completed()):
-            index.compact(self._timeline.completed(), self._timeline.view())
+        self._compact_index_if_due()
         return txn.instant
 
     def _keys_rejected_by(self, tagged: DataFrame, view, predicates: Sequence[str]) -> DataFrame:
@@ -322,9 +366,13 @@ class HudiTable:
         return keys_rejected_by(stored, predicates, self.name)
 
     def _index_entries(self, stats: List[WriteStat], data_schema: T.StructType) -> DataFrame:
-        """Keys of the files just written, read back (the key columns only)."""
+        """Index entries of the files just written."""
+        return entries_of(self._written_rows(stats, data_schema))
+
+    def _written_rows(self, stats: List[WriteStat], data_schema: T.StructType) -> DataFrame:
+        """The rows of the files just written, read back (only the columns used are read)."""
         files = [BaseFile(s.partitionPath, s.fileId, "", s.path, s.numWrites, s.fileSizeInBytes) for s in stats]
-        return entries_of(read_base_files(self.spark, self.storage, files, data_schema))
+        return read_base_files(self.spark, self.storage, files, data_schema)
 
     def _arrow_schema(self, data_schema: T.StructType):
         """The data columns as Spark hands them to Python (timestamps in the session's zone)."""
@@ -352,7 +400,7 @@ class HudiTable:
             else:
                 replaced = {}
             index = self.record_index()
-            index_files = []
+            index_files = self._key_ranges_delta(stats, data_schema, txn.instant)
             if index.state() is not None:  # replaced file groups need no delta: their entries are not live
                 index_files = index.write_delta(self._index_entries(stats, data_schema), txn.instant)
             metadata = CommitMetadata(
@@ -360,6 +408,7 @@ class HudiTable:
                 extra=self._schema_metadata(data_schema),
             )
             txn.commit(metadata, index_files)
+        self._compact_index_if_due()
         return txn.instant
 
     def _schema_after(self, df: DataFrame, schema_mode: str) -> T.StructType:
@@ -459,9 +508,14 @@ class HudiTable:
     def _index_problems(self, examples: int = 5) -> List[str]:
         """The record index must hold exactly the snapshot's keys, each at its file group."""
         index = self.record_index()
-        if self.spark is None or index.state() is None:
+        if self.spark is None:
             return []
-        indexed = index.read(self._timeline.completed(), self._timeline.view())
+        if self.config.auto_keys and self.key_range_index().state() is not None:
+            indexed = self._keys_in_ranges()
+        elif index.state() is not None:
+            indexed = index.read(self._timeline.completed(), self._timeline.view())
+        else:
+            return []
         actual = self.read().select(F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"),
                                     file_id_of(F.col(FILE_NAME)).alias("file_id"))
         problems = [f"record index lacks key '{r.key}' ({r.partition}, {r.file_id})"
@@ -469,6 +523,16 @@ class HudiTable:
         problems += [f"record index holds key '{r.key}' at ({r.partition}, {r.file_id}), which the snapshot does not"
                      for r in indexed.exceptAll(actual).limit(examples).collect()]
         return problems
+
+    def _keys_in_ranges(self) -> DataFrame:
+        """(key, partition, file_id) of every key the auto-key runs cover."""
+        view = self._timeline.view()
+        partition_of = {g.file_id: g.partition for g in view.live_groups()}
+        runs = [(f, partition_of[f], p, a, b) for f, rs in self.key_range_index().runs(self._timeline.completed(), view).items()
+                for p, a, b in rs]
+        df = self.spark.createDataFrame(runs, "file_id string, partition string, prefix string, first long, last long")
+        rows = df.select("prefix", "partition", "file_id", F.explode(F.sequence("first", "last")).alias("row"))
+        return rows.select(F.concat_ws("_", "prefix", F.col("row").cast("string")).alias("key"), "partition", "file_id")
 
     # ---- table services ---------------------------------------------------------------------
     def clean(self, retain_commits: int = 10) -> CleanPlan:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, relative_file_path, write_token
-from .keygen import seqno_array
+from .keygen import row_numbers, seqno_array
 from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from .storage import Storage
 from .timeline import TMP_DIR
@@ -177,6 +177,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     first_data = _partition_column(spec) + 1
     commit_time = pa.scalar(spec.instant, pa.string())
     current: Optional[_OpenBaseFile] = None
+    written = 0  # rows are numbered in the order they are written (see keygen)
     try:
         for batch in batches:
             if batch.num_rows == 0:
@@ -187,7 +188,8 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                     current = None
                 if current is None:
                     current = _OpenBaseFile(spec, storage, token, partition, list(rows.schema)[first_data:])
-                seqno = seqno_array(spec.instant, task_partition, rows.column(0))
+                seqno = seqno_array(spec.instant, task_partition, row_numbers(written, rows.num_rows))
+                written += rows.num_rows
                 key = seqno if spec.auto_keys else rows.column(1)
                 current.add(pa.repeat(commit_time, rows.num_rows), seqno, key, rows.column(first_data - 1),
                             rows.columns[first_data:], rows.num_rows)
@@ -217,7 +219,7 @@ class _SliceRows:
             data: List[pa.Array]) -> None:
         changed = pc.is_null(commit_time)
         n = len(key)
-        new_seqno = seqno_array(self.spec.instant, self.task_partition, pa.array(range(self.row_index, self.row_index + n), pa.int64()))
+        new_seqno = seqno_array(self.spec.instant, self.task_partition, row_numbers(self.row_index, n))
         self.row_index += n
         out.add(pc.if_else(changed, self.commit_time, commit_time), pc.if_else(changed, new_seqno, seqno), key, partition,
                 data, pc.sum(changed).as_py() or 0)
