@@ -1,12 +1,14 @@
 """Benchmark: upserts through the record index vs a full-rewrite merge, and the index's size.
 
-    python benchmarks/upsert.py [--sizes 1000000 10000000] [--batch 10000]
+    python benchmarks/upsert.py [--sizes 1000000 10000000] [--batch 10000] [--repeat 3]
 
 For each table size: a table of N rows keyed by a random UUID, partitioned by day (10k rows a
-day, so a day's file groups are the same size at every N); then an upsert of `batch` rows,
-half updates of keys from the last two days, half new keys. The peer, in the same run, merges
-the same batch by rewriting the whole table (join everything, INSERT_OVERWRITE_TABLE). Also
-prints the record index's bytes per entry and the time to look up 100k keys.
+day, so a day's file groups are the same size at every N); then upserts of `batch` rows, half
+updates of keys from the last two days, half new keys (median of `repeat` fresh batches). The
+peer, in the same run, merges the same kind of batch by rewriting the whole table (join
+everything, INSERT_OVERWRITE_TABLE). Also prints the record index's bytes per entry, the time
+to look up 100k keys, and, for an auto-keyed table of the largest size, the index as runs of
+keys next to a per-key index of the same keys.
 """
 
 import argparse
@@ -111,7 +113,23 @@ def main():
     print("|---|---|---|---|---|")
     for n, build_s, entries, size, _, _, _, lookup_s, found in results:
         print(f"| {entries:,} | {build_s:.1f} | {size:,} | {size / entries:.1f} | {lookup_s:.1f} ({found:,} found) |")
+    auto_keyed_index_sizes(spark, work, args.sizes[-1])
     shutil.rmtree(work, ignore_errors=True)
+
+
+def auto_keyed_index_sizes(spark, work, n):
+    """An auto-keyed table's index as runs of keys, next to a per-key index of the same keys."""
+    table = HudiTable.create(spark, f"{work}/auto", "auto", partition_by="day")
+    table.insert(table_rows(spark, n).drop("id"))
+    runs_s, runs = timed(lambda: table.build_record_index())
+    runs_bytes = sum(os.path.getsize(f) for f in glob.glob(f"{work}/auto/.hoodie/.hudilite/key_ranges/*.parquet"))
+    per_key = table.record_index().build(table.read(), table.timeline()[-1].timestamp)  # the same keys, one entry each
+    per_key_bytes = index_bytes(f"{work}/auto")
+    print(f"\nAuto-keyed table of {n:,} rows ({len(table.latest_base_files()):,} file groups): index as runs of keys")
+    print("| index | entries | bytes on disk | bytes per key | build s |")
+    print("|---|---|---|---|---|")
+    print(f"| runs of keys | {runs:,} runs | {runs_bytes:,} | {runs_bytes / n:.4f} | {runs_s:.1f} |")
+    print(f"| one entry per key (same keys) | {per_key:,} | {per_key_bytes:,} | {per_key_bytes / n:.2f} | |")
 
 
 if __name__ == "__main__":

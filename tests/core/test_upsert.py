@@ -131,3 +131,13 @@ def test_every_key_is_found_in_its_own_shard(spark, tmp_path):
     found = {r.key: r.partition for r in index.lookup(completed, view, table.read().select("_hoodie_record_key")).collect()}
     assert len(found) == 300 and found["50"] == "region=apac" and found["51"] == "region=us"
     assert table.validate() == []
+
+
+def test_upsert_can_drop_columns_the_batch_lacks(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.upsert(customers(spark, [(1, "ann", "eu", 1), (2, "bob", "us", 1)]))
+    table.upsert(spark.createDataFrame([(1, "eu", 5)], "id long, region string, version long"), drop_missing_columns=True)
+    assert [f.name for f in table.schema().fields] == ["id", "region", "version"]
+    assert sorted(tuple(r) for r in table.read().select("id", "region", "version").collect()) == [(1, "eu", 5), (2, "us", 1)]
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)

@@ -78,10 +78,11 @@ class TestStrategies(HudiliteProject):
         assert len(set(keys)) == 6 and all(k.count("_") == 2 for k in keys)  # RFC-76 auto keys
         assert append.config.record_key_fields == []
 
-        # append with a unique_key: that key is the record key.
+        # a unique_key and no strategy: merge, with that key as the record key.
         keyed = self.table(project, spark, "events_keyed")
         assert keyed.config.record_key_fields == ["event_id"]
-        assert sorted(r._hoodie_record_key for r in keyed.read().collect()) == ["1", "2", "3", "3", "4", "5"]
+        assert sorted(r._hoodie_record_key for r in keyed.read().collect()) == ["1", "2", "3", "4", "5"]
+        assert keyed.commit_metadata(keyed.timeline()[-1]).operation == "UPSERT"
 
         # insert_overwrite with partition_by: day 02 replaced, day 01 kept, day 03 added.
         daily = self.table(project, spark, "daily_overwrite")

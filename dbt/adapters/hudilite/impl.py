@@ -198,10 +198,8 @@ class HudiliteAdapter(SparkAdapter):
                 plan = self._schema_plan(config, table, df)
                 df = _shape(df, plan)
                 if operation == m.UPSERT:
-                    if plan.drop_missing_columns:
-                        raise m.ModelConfigError(f"model '{config.name}': on_schema_change='sync_all_columns' cannot "
-                                                 "drop columns of a merge model yet; run with --full-refresh")
-                    instant = table.upsert(df, m.update_columns(config, df.columns), config.incremental_predicates)
+                    instant = table.upsert(df, m.update_columns(config, df.columns), config.incremental_predicates,
+                                           drop_missing_columns=plan.drop_missing_columns)
                 elif operation == m.DELETE_INSERT:
                     instant = table.delete_insert(df, config.unique_key, config.incremental_predicates)
                 else:

@@ -165,14 +165,15 @@ class HudiTable:
 
     # ---- upserts and deletes through the record index -----------------------------------
     def upsert(self, df: DataFrame, update_columns: Optional[Sequence[str]] = None,
-               predicates: Sequence[str] = ()) -> str:
+               predicates: Sequence[str] = (), drop_missing_columns: bool = False) -> str:
         """Insert new keys and replace the rows of existing ones (a commit); rows with a true
         `_hoodie_is_deleted` column are deletes. Only touched file groups are rewritten. With
         `update_columns`, existing rows change only in those columns. With `predicates` (SQL over
         the stored row, which may be called DBT_INTERNAL_DEST), a stored row some predicate
         rejects may not match: it stays as it is, and the batch's row for its key is dropped
         (a key names one row, so it cannot be inserted beside it)."""
-        return self._upsert(df, UPSERT, None if update_columns is None else list(update_columns), list(predicates))
+        return self._upsert(df, UPSERT, None if update_columns is None else list(update_columns), list(predicates),
+                            _drop_or_evolve(drop_missing_columns))
 
     def delete(self, keys: DataFrame) -> Optional[str]:
         """Delete the rows whose record key fields `keys` holds (a commit). On an auto-keyed
@@ -305,11 +306,11 @@ class HudiTable:
             index.compact(self._timeline.completed(), self._timeline.view())
 
     def _upsert(self, df: DataFrame, operation: str, update_columns: Optional[List[str]] = None,
-                predicates: Sequence[str] = ()) -> str:
+                predicates: Sequence[str] = (), schema_mode: str = "evolve") -> str:
         if self.config.auto_keys:
             raise HudiTableError(f"table {self.name}: upsert and delete need a record key; this table's keys "
                                  "are auto-generated (create it with record_key=...)")
-        data_schema = self._schema_after(df.drop(IS_DELETED), "evolve")
+        data_schema = self._schema_after(df.drop(IS_DELETED), schema_mode)
         index = self.record_index()
         if index.state() is None and self._timeline.latest_completed() is not None:
             self.build_record_index()
