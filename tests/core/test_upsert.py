@@ -141,3 +141,14 @@ def test_upsert_can_drop_columns_the_batch_lacks(spark, tmp_path):
     assert sorted(tuple(r) for r in table.read().select("id", "region", "version").collect()) == [(1, "eu", 5), (2, "us", 1)]
     assert table.validate() == []
     assert_hudi_rs_agrees(table)
+
+
+def test_new_keys_of_a_small_upsert_land_in_one_file_group_per_partition(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    t1 = table.upsert(customers(spark, [(i, "x", ["eu", "us"][i % 2], 1) for i in range(40)]).repartition(4))
+    assert sorted((s.partitionPath, s.numInserts) for s in table.commit_metadata(t1).write_stats) == [
+        ("region=eu", 20), ("region=us", 20)]
+    t2 = table.upsert(customers(spark, [(i, "y", "apac", 1) for i in range(100, 140)]).repartition(4))
+    new_groups = [s for s in table.commit_metadata(t2).write_stats if not s.prevCommit]
+    assert [(s.partitionPath, s.numInserts) for s in new_groups] == [("region=apac", 40)]
+    assert table.validate() == []

@@ -330,7 +330,7 @@ class HudiTable:
                 tagged = tagged.join(self._keys_rejected_by(tagged, view, predicates), RECORD_KEY, "left_anti")
             tagged = tagged.persist()
             try:
-                touched, duplicate = summarize(tagged)
+                touched, duplicate, arriving = summarize(tagged)
                 if duplicate is not None:
                     raise SchemaError(f"table {self.name}: the new rows hold record key '{duplicate}' more than once; "
                                       "set a precombine field to choose between them")
@@ -344,7 +344,7 @@ class HudiTable:
                     rows = (tagged.where(F.col(OLD_FILE_ID).isNotNull())
                             .repartition(max(1, min(len(touched), 200)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
                     stats += run_write_job(rows, spec, task=merge)
-                inserted = run_write_job(self._rows_for_writer(new_rows(tagged, data_schema), data_schema), spec)
+                inserted = run_write_job(self._rows_for_writer(new_rows(tagged, data_schema, arriving), data_schema), spec)
                 stats += inserted
                 index_files = []
                 if index.state() is not None:

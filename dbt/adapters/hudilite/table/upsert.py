@@ -118,14 +118,22 @@ def leaving():
     return F.col(IS_DELETED) | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION))
 
 
-def summarize(tagged: DataFrame) -> Tuple[Dict[str, int], Optional[str]]:
-    """({fileId: rows deleted or moved out} for every touched file group, a duplicated key)."""
+def arriving():
+    """A row goes to a new file group: a new key, or one that moved to another partition."""
+    return ~F.col(IS_DELETED) & (F.col(OLD_FILE_ID).isNull() | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION)))
+
+
+def summarize(tagged: DataFrame) -> Tuple[Dict[str, int], Optional[str], int]:
+    """({fileId: rows deleted or moved out} for every touched file group, a duplicated key,
+    the number of rows for new file groups)."""
     rows = tagged.groupBy(OLD_FILE_ID).agg(
         F.sum(F.when(F.col(OLD_FILE_ID).isNotNull() & leaving(), 1).otherwise(0)).alias("leaving"),
         F.min(F.when(F.col(DUPLICATE), F.col(RECORD_KEY))).alias("duplicate"),
+        F.sum(arriving().cast("long")).alias("arriving"),
     ).collect()
     duplicates = sorted(r.duplicate for r in rows if r.duplicate is not None)
-    return {r[0]: r.leaving for r in rows if r[0] is not None}, (duplicates[0] if duplicates else None)
+    return ({r[0]: r.leaving for r in rows if r[0] is not None}, (duplicates[0] if duplicates else None),
+            sum(r.arriving or 0 for r in rows))
 
 
 def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names: Sequence[str],
@@ -163,10 +171,17 @@ def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names
     return merged.sort_by(RECORD_KEY), n, removed
 
 
-def new_rows(tagged: DataFrame, data_schema: T.StructType) -> DataFrame:
+# Up to this many new rows go to one file group per partition (one task per partition path)
+# instead of one per partition and shard: fewer, larger file groups from small upserts.
+GROUPED_INSERT_ROWS = 1_000_000
+
+
+def new_rows(tagged: DataFrame, data_schema: T.StructType, count: int) -> DataFrame:
     """Rows for new file groups: new keys, and keys that moved to another partition."""
-    arriving = tagged.where(~F.col(IS_DELETED) & (F.col(OLD_FILE_ID).isNull() | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION))))
-    return arriving.select(*[F.col(f"`{f.name}`") for f in data_schema.fields])
+    rows = tagged.where(arriving())
+    if count <= GROUPED_INSERT_ROWS:
+        rows = rows.repartition(PARTITION_PATH)
+    return rows.select(*[F.col(f"`{f.name}`") for f in data_schema.fields])
 
 
 def tombstones(tagged: DataFrame) -> DataFrame:
