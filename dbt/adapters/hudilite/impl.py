@@ -129,7 +129,7 @@ class HudiliteAdapter(SparkAdapter):
 
     @available
     def hudilite_snapshot(self, relation: BaseRelation, sql: str, model: Dict[str, Any], column_names: Dict[str, str],
-                          valid_to_current: Optional[str], exists: bool) -> Dict[str, Any]:
+                          valid_to_current: Optional[str]) -> Dict[str, Any]:
         """Apply a snapshot's SELECT (dbt's first-build or staging query) in one commit."""
         config = m.snapshot_config(model.get("name") or relation.identifier, column_names, valid_to_current)
         catalog = self.catalog

@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from .schema import quote
+
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 NULL_KEY_PART = "__null__"
 EMPTY_KEY_PART = "__empty__"
@@ -46,19 +48,19 @@ def seqno_array(instant: str, task_partition: int, row_index: pa.Array) -> pa.Ar
 def record_key(fields: Sequence[str], table: str) -> Column:
     """The record key of user-named key fields; a null key is an error naming the column."""
     if len(fields) == 1:
-        col = F.col(_quote(fields[0]))
+        col = F.col(quote(fields[0]))
         return F.when(
             col.isNull(),
             F.raise_error(F.lit(f"table {table}: record key column '{fields[0]}' is null")),
         ).otherwise(col.cast("string"))
     parts: List[Column] = []
     for name in fields:
-        value = F.col(_quote(name)).cast("string")
+        value = F.col(quote(name)).cast("string")
         rendered = F.when(value.isNull(), F.lit(NULL_KEY_PART)).when(value == "", F.lit(EMPTY_KEY_PART)).otherwise(value)
         parts.append(F.concat(F.lit(f"{name}:"), rendered))
     all_null = None
     for name in fields:
-        cond = F.col(_quote(name)).isNull()
+        cond = F.col(quote(name)).isNull()
         all_null = cond if all_null is None else (all_null & cond)
     return F.when(
         all_null,
@@ -72,7 +74,7 @@ def partition_path(fields: Sequence[str], hive_style: bool, table: str) -> Colum
         return F.lit("")
     segments = []
     for name in fields:
-        value = F.col(_quote(name)).cast("string")
+        value = F.col(quote(name)).cast("string")
         value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
         value = F.when(
             value.contains("/"),
@@ -80,7 +82,3 @@ def partition_path(fields: Sequence[str], hive_style: bool, table: str) -> Colum
         ).otherwise(value)
         segments.append(F.concat(F.lit(f"{name}="), value) if hive_style else value)
     return F.concat_ws("/", *segments)
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

@@ -117,6 +117,12 @@ def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: List[st
     return found
 
 
+def live_holders(found: Dict[str, tuple], keys: List[str], live: Dict[str, str]) -> List[Optional[str]]:
+    """Per key, the live file group holding it (None: not indexed, deleted, or replaced)."""
+    holders = [found.get(k, (None, True)) for k in keys]
+    return [f if not deleted and f in live else None for f, deleted in holders]
+
+
 def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str],
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the live entries of the keys that arrive (with their shard), reading
@@ -129,7 +135,7 @@ def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]
                 keys_by_shard.setdefault(shard, []).append(key)
     for shard, keys in keys_by_shard.items():
         found = latest_entries(storage, files_by_shard.get(shard, []), keys)
-        rows = [(k, live[f], f) for k, (f, deleted) in found.items() if not deleted and f in live]
+        rows = [(k, live[f], f) for k, f in zip(found, live_holders(found, list(found), live)) if f is not None]
         if rows:
             columns = list(zip(*rows))
             yield pa.RecordBatch.from_arrays([pa.array(c, pa.string()) for c in columns], schema=_LOCATION)

@@ -24,6 +24,11 @@ class SchemaError(ValueError):
     pass
 
 
+def quote(name: str) -> str:
+    """A column name for Spark SQL expressions and `F.col`, backticks escaped."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def with_meta_columns(data_schema: T.StructType) -> T.StructType:
     return T.StructType(list(META_SCHEMA.fields) + list(data_schema.fields))
 

@@ -40,6 +40,7 @@ from .schema import (
     SchemaError,
     check_compatible,
     from_json,
+    quote,
     to_avro,
     to_json,
 )
@@ -213,7 +214,7 @@ class HudiTable:
         if RECORD_KEY not in keys.columns and len(keys.columns) != 1:
             raise HudiTableError(f"table {self.name}: its keys are auto-generated: delete takes one column of "
                                  f"{RECORD_KEY} values (got {', '.join(keys.columns)})")
-        keys = keys.select((F.col(RECORD_KEY) if RECORD_KEY in keys.columns else F.col(_quote(keys.columns[0]))).alias(RECORD_KEY))
+        keys = keys.select((F.col(RECORD_KEY) if RECORD_KEY in keys.columns else F.col(quote(keys.columns[0]))).alias(RECORD_KEY))
         ranges = self.key_range_index()
         if ranges.state() is None and self._timeline.latest_completed() is not None:
             self.build_record_index()
@@ -235,7 +236,6 @@ class HudiTable:
                           delete: bool = False, inserts: Optional[DataFrame] = None, candidates=None) -> Optional[str]:
         """`candidates(view, completed)`, when given, names the only file groups that can match
         (an index knows); otherwise every live file group is scanned."""
-        index = self.record_index()
         with WriteTransaction(self.storage, self._timeline, COMMIT) as txn:
             view = self._timeline.view()
             stored_schema = self.schema() or T.StructType([])
@@ -252,7 +252,8 @@ class HudiTable:
             spec = self._write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched},
                                     deletes_per_file_group=touched if delete else {})
             stats: List[WriteStat] = []
-            index_changes = []
+            inserted: List[WriteStat] = []
+            removed = None
             if touched:
                 rewritten = marked(sorted(touched))
                 stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, len(touched), self.name), spec,
@@ -261,17 +262,12 @@ class HudiTable:
                 for file_id in sorted(set(touched) - {s.fileId for s in stats}):
                     stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
                 if delete:
-                    index_changes.append(deleted_entries(rewritten))
+                    removed = deleted_entries(rewritten)
             if inserts is not None:
                 inserted = run_write_job(self._rows_for_writer(inserts, data_schema), spec)
                 stats += inserted
-                index_changes.append(self._index_entries(inserted, data_schema))
-            index_files = self._key_ranges_delta(stats, data_schema, txn.instant)
-            if index.state() is not None and index_changes:
-                changes = index_changes[0] if len(index_changes) == 1 else index_changes[0].unionByName(index_changes[1])
-                index_files = index.write_delta(changes, txn.instant)
             txn.commit(CommitMetadata(operation=operation, write_stats=stats, extra=self._schema_metadata(data_schema)),
-                       index_files)
+                       self._index_delta(txn.instant, data_schema, stats, inserted, removed))
         self._compact_index_if_due()
         return txn.instant
 
@@ -293,15 +289,31 @@ class HudiTable:
             return self.key_range_index().build(self.read(), latest.timestamp)
         return self.record_index().build(self.read(), latest.timestamp, num_shards)
 
-    def _key_ranges_delta(self, stats: List[WriteStat], data_schema: T.StructType, instant: str) -> List[str]:
-        """An auto-keyed table's index files for the file groups an instant wrote (if it has one)."""
-        ranges = self.key_range_index()
-        if not self.config.auto_keys or ranges.state() is None or not stats:
+    def _index(self) -> Union[RecordIndex, KeyRangeIndex]:
+        """This table's kind of index (it may not be built yet: `state()` is None then)."""
+        return self.key_range_index() if self.config.auto_keys else self.record_index()
+
+    def _index_delta(self, instant: str, data_schema: T.StructType, written: List[WriteStat],
+                     added: List[WriteStat], removed: Optional[DataFrame] = None) -> List[str]:
+        """The index files of a commit, if the table has an index: for key runs, the runs of
+        every file group `written`; per key, the keys of the new file groups (`added`) and
+        tombstones for `removed` keys (rewritten groups keep their keys; replaced groups'
+        entries are not live)."""
+        index = self._index()
+        if index.state() is None:
             return []
-        return ranges.write_delta(self._written_rows(stats, data_schema), [s.fileId for s in stats], instant)
+        if self.config.auto_keys:
+            return index.write_delta(self._written_rows(written, data_schema), [s.fileId for s in written], instant) \
+                if written else []
+        if not added and removed is None:
+            return []
+        changes = self._index_entries(added, data_schema)
+        if removed is not None:
+            changes = changes.unionByName(removed)
+        return index.write_delta(changes, instant)
 
     def _compact_index_if_due(self) -> None:
-        index = self.key_range_index() if self.config.auto_keys else self.record_index()
+        index = self._index()
         if index.state() is not None and index.needs_compaction(self._timeline.completed()):
             index.compact(self._timeline.completed(), self._timeline.view())
 
@@ -346,10 +358,7 @@ class HudiTable:
                     stats += run_write_job(rows, spec, task=merge)
                 inserted = run_write_job(self._rows_for_writer(new_rows(tagged, data_schema, arriving), data_schema), spec)
                 stats += inserted
-                index_files = []
-                if index.state() is not None:
-                    changes = self._index_entries(inserted, data_schema).unionByName(tombstones(tagged))
-                    index_files = index.write_delta(changes, txn.instant)
+                index_files = self._index_delta(txn.instant, data_schema, stats, inserted, tombstones(tagged))
             finally:
                 tagged.unpersist()
             txn.commit(CommitMetadata(operation=operation, write_stats=stats, extra=self._schema_metadata(data_schema)),
@@ -400,15 +409,11 @@ class HudiTable:
                 replaced = before.live_file_ids({s.partitionPath for s in stats})
             else:
                 replaced = {}
-            index = self.record_index()
-            index_files = self._key_ranges_delta(stats, data_schema, txn.instant)
-            if index.state() is not None:  # replaced file groups need no delta: their entries are not live
-                index_files = index.write_delta(self._index_entries(stats, data_schema), txn.instant)
             metadata = CommitMetadata(
                 operation=operation, write_stats=stats, replaced_file_ids=replaced,
                 extra=self._schema_metadata(data_schema),
             )
-            txn.commit(metadata, index_files)
+            txn.commit(metadata, self._index_delta(txn.instant, data_schema, stats, stats))
         self._compact_index_if_due()
         return txn.instant
 
@@ -438,7 +443,7 @@ class HudiTable:
         data = []
         for field in data_schema.fields:
             source = actual[field.name.lower()]
-            col = F.col(_quote(source.name))
+            col = F.col(quote(source.name))
             if source.dataType != field.dataType:
                 col = col.cast(field.dataType)
             data.append(col.alias(field.name))
@@ -562,7 +567,3 @@ class HudiTable:
 
 def _drop_or_evolve(drop_missing_columns: bool) -> str:
     return "drop_missing" if drop_missing_columns else "evolve"
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from pyspark.errors import AnalysisException, ParseException
 
 from .record_index import file_id_of
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, SchemaError
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, SchemaError, quote
 
 MATCHED = "_hudilite_matched"
 FILE_ID = "_hudilite_file_id"
@@ -44,11 +44,11 @@ def key_marker(keys: DataFrame, key_columns: Sequence[str], predicates: Sequence
     def mark(stored: DataFrame) -> DataFrame:
         actual = {c.lower(): c for c in stored.columns}
         names = [actual[c.lower()] for c in key_columns]
-        probe = keys.select(*[F.col(_quote(c)).alias(f"_key{i}") for i, c in enumerate(names)]).distinct()
+        probe = keys.select(*[F.col(quote(c)).alias(f"_key{i}") for i, c in enumerate(names)]).distinct()
         probe = probe.dropna().withColumn(MATCHED, F.lit(True))
-        joined = stored.join(probe, [stored[_quote(c)] == probe[f"_key{i}"] for i, c in enumerate(names)], "left")
+        joined = stored.join(probe, [stored[quote(c)] == probe[f"_key{i}"] for i, c in enumerate(names)], "left")
         matched = F.coalesce(F.col(MATCHED), F.lit(False)) & accepted_by(predicates)
-        return _analysed(lambda: joined.select(*[stored[_quote(c)] for c in stored.columns], matched.alias(MATCHED)),
+        return _analysed(lambda: joined.select(*[stored[quote(c)] for c in stored.columns], matched.alias(MATCHED)),
                          table, f"incremental predicates {list(predicates)}")
     return mark
 
@@ -78,10 +78,6 @@ def _analysed(build: Callable[[], DataFrame], table: str, what: str) -> DataFram
     except (AnalysisException, ParseException) as err:
         reason = str(err).strip().splitlines()[0]
         raise SchemaError(f"table {table}: {what} is not valid here: {reason}") from None
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def with_file_id(stored: DataFrame) -> DataFrame:
@@ -120,7 +116,7 @@ def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Option
     matched = F.col(MATCHED)
     data = []
     for field in data_schema.fields:
-        stored = F.col(_quote(present[field.name.lower()])).cast(field.dataType) if field.name.lower() in present \
+        stored = F.col(quote(present[field.name.lower()])).cast(field.dataType) if field.name.lower() in present \
             else F.lit(None).cast(field.dataType)
         if assignments and field.name.lower() in assignments:
             stored = F.when(matched, assignments[field.name.lower()][2]).otherwise(stored)

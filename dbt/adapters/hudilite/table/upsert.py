@@ -28,8 +28,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .keygen import partition_path, record_key
-from .record_index import latest_entries
-from .schema import COMMIT_SEQNO, COMMIT_TIME, PARTITION_PATH, RECORD_KEY
+from .record_index import latest_entries, live_holders
+from .schema import COMMIT_SEQNO, COMMIT_TIME, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 
 IS_DELETED = "_hoodie_is_deleted"
@@ -44,7 +44,7 @@ def keyed_batch(df: DataFrame, data_schema: T.StructType, key_fields: List[str],
     """Record key, partition path, delete flag, then the data columns in table order."""
     actual = {f.name.lower(): f.name for f in df.schema.fields}
     deleted = F.coalesce(F.col(IS_DELETED).cast("boolean"), F.lit(False)) if IS_DELETED.lower() in actual else F.lit(False)
-    data = [F.col(f"`{actual[f.name.lower()]}`").cast(f.dataType).alias(f.name) for f in data_schema.fields]
+    data = [F.col(quote(actual[f.name.lower()])).cast(f.dataType).alias(f.name) for f in data_schema.fields]
     resolve = lambda names: [actual[n.lower()] for n in names]  # noqa: E731
     return df.select(
         record_key(resolve(key_fields), table).alias(RECORD_KEY),
@@ -104,9 +104,8 @@ def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], l
     shards = rows.column(SHARD)
     for shard in pc.unique(shards).to_pylist():
         part, duplicate = one_row_per_key(rows.filter(pc.equal(shards, shard)).drop_columns([SHARD]), precombine)
-        found = latest_entries(storage, files_by_shard.get(shard, []), part.column(RECORD_KEY).to_pylist())
-        file_ids = [found.get(k, (None, True)) for k in part.column(RECORD_KEY).to_pylist()]
-        file_ids = [f if not deleted and f in live else None for f, deleted in file_ids]
+        keys = part.column(RECORD_KEY).to_pylist()
+        file_ids = live_holders(latest_entries(storage, files_by_shard.get(shard, []), keys), keys, live)
         tagged = part.append_column(OLD_PARTITION, pa.array([live.get(f) for f in file_ids], pa.string()))
         tagged = tagged.append_column(OLD_FILE_ID, pa.array(file_ids, pa.string()))
         tagged = tagged.append_column(DUPLICATE, duplicate)
@@ -181,7 +180,7 @@ def new_rows(tagged: DataFrame, data_schema: T.StructType, count: int) -> DataFr
     rows = tagged.where(arriving())
     if count <= GROUPED_INSERT_ROWS:
         rows = rows.repartition(PARTITION_PATH)
-    return rows.select(*[F.col(f"`{f.name}`") for f in data_schema.fields])
+    return rows.select(*[F.col(quote(f.name)) for f in data_schema.fields])
 
 
 def tombstones(tagged: DataFrame) -> DataFrame:

@@ -18,7 +18,7 @@
     {%- set select = build_snapshot_table(strategy, model['compiled_code']) -%}
   {%- endif -%}
   {%- set result = adapter.hudilite_snapshot(target_relation, select, model, columns,
-                                             config.get('dbt_valid_to_current'), target_relation_exists) -%}
+                                             config.get('dbt_valid_to_current')) -%}
   {%- call noop_statement('main', result['message'], result['code'], result['rows']) -%}
     {{ select }}
   {%- endcall -%}
