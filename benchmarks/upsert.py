@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.session import spark_session
 from dbt.adapters.hudilite.table import HudiTable
+from dbt.adapters.hudilite.table.record_index import RecordIndex
 
 ROWS_PER_DAY = 10_000
 
@@ -71,7 +72,7 @@ def main():
         path = f"{work}/t{n}"
         table = HudiTable.create(spark, path, "bench", record_key="id", partition_by="day", precombine="version")
         table.insert(table_rows(spark, n))
-        build_s, entries = timed(lambda: table.build_record_index())
+        build_s, entries = timed(lambda: table.build_index())
         size = index_bytes(path)  # the base files: one entry per key
         upsert_runs, touched = [], 0
         for run in range(args.repeat):  # fresh batches; the median is reported
@@ -95,8 +96,8 @@ def main():
         upsert_s, rewrite_s = statistics.median(upsert_runs), statistics.median(rewrite_runs)
         lookup_keys = table.read().select("id").limit(100_000).cache()
         lookup_keys.count()
-        index = table.record_index()
-        lookup_s, found = timed(lambda: index.lookup(table._timeline.completed(), table._timeline.view(), lookup_keys).count())
+        index = table.index
+        lookup_s, found = timed(lambda: index.lookup(table.context.timeline.completed(), table.context.timeline.view(), lookup_keys).count())
         results.append((n, build_s, entries, size, upsert_s, touched, rewrite_s, lookup_s, found))
         shutil.rmtree(path, ignore_errors=True)
         shutil.rmtree(f"{work}/p{n}", ignore_errors=True)
@@ -121,9 +122,9 @@ def auto_keyed_index_sizes(spark, work, n):
     """An auto-keyed table's index as runs of keys, next to a per-key index of the same keys."""
     table = HudiTable.create(spark, f"{work}/auto", "auto", partition_by="day")
     table.insert(table_rows(spark, n).drop("id"))
-    runs_s, runs = timed(lambda: table.build_record_index())
+    runs_s, runs = timed(lambda: table.build_index())
     runs_bytes = sum(os.path.getsize(f) for f in glob.glob(f"{work}/auto/.hoodie/.hudilite/key_ranges/*.parquet"))
-    per_key = table.record_index().build(table.read(), table.timeline()[-1].timestamp)  # the same keys, one entry each
+    per_key = RecordIndex(spark, table.storage).build(table.read(), table.timeline()[-1].timestamp)  # the same keys, one entry each
     per_key_bytes = index_bytes(f"{work}/auto")
     print(f"\nAuto-keyed table of {n:,} rows ({len(table.latest_base_files()):,} file groups): index as runs of keys")
     print("| index | entries | bytes on disk | bytes per key | build s |")

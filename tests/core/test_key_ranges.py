@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.table import HudiTable, HudiTableError
+from dbt.adapters.hudilite.table import ConfigurationError, HudiTable
 from dbt.adapters.hudilite.table.key_ranges import holder
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
@@ -22,8 +22,8 @@ def events(spark, first, count):
 def test_runs_cover_exactly_the_keys_and_follow_every_commit(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "e"), "events", partition_by="day")
     table.insert(events(spark, 0, 3000))
-    assert table.build_record_index() == len(table.latest_base_files()) == 6  # one run per file group
-    ranges = table.key_range_index()
+    assert table.build_index() == len(table.latest_base_files()) == 6  # one run per file group
+    ranges = table.index
     table.insert(events(spark, 3000, 300))  # a delta with the new groups' runs
     by_id = {r.id: r._hoodie_record_key for r in table.read().collect()}
     doomed = [by_id[i] for i in (5, 6, 7, 3001)]
@@ -34,7 +34,7 @@ def test_runs_cover_exactly_the_keys_and_follow_every_commit(spark, tmp_path):
     assert {s.fileId for s in stats} == holders and len(holders) == 4  # only the holders were read and rewritten
     assert all(groups_before[s.fileId] == s.prevCommit for s in stats)
     assert set(by_id) - {r.id for r in table.read().collect()} == {5, 6, 7, 3001}
-    runs = ranges.runs(table._timeline.completed(), table._timeline.view())
+    runs = ranges.runs(table.context.timeline.completed(), table.context.timeline.view())
     # ids 5, 6 and 7 (days 2, 0, 1) sat inside runs of three groups, each split in two; 3001
     # began its run, which just got shorter
     assert sum(len(r) for r in runs.values()) == 12 + 3
@@ -47,7 +47,7 @@ def test_runs_cover_exactly_the_keys_and_follow_every_commit(spark, tmp_path):
 def test_a_broken_run_is_reported(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "e"), "events")
     table.insert(events(spark, 0, 10))
-    table.build_record_index()
+    table.build_index()
     (path,) = glob.glob(str(tmp_path / "e" / ".hoodie/.hudilite/key_ranges/*.base.parquet"))
     runs = pq.read_table(path)
     pq.write_table(runs.set_column(3, "last", pc.subtract(runs.column("last"), 1)), path)  # each run one key short
@@ -64,5 +64,5 @@ def test_holder_finds_the_run():
 def test_delete_on_an_auto_keyed_table_takes_one_key_column(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "e"), "events")
     table.insert(events(spark, 0, 10))
-    with pytest.raises(HudiTableError, match="delete takes one column of _hoodie_record_key"):
+    with pytest.raises(ConfigurationError, match="delete takes one column of _hoodie_record_key"):
         table.delete(spark.createDataFrame([(1, 2)], "a long, b long"))

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConcurrentWriteError, HudiTable, TimelineError
-from dbt.adapters.hudilite.table.transaction import marker_path, writer_path
+from dbt.adapters.hudilite.table.layout import marker_path, writer_path
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dbt.adapters.hudilite.table import HudiTable, HudiTableError, SchemaError
+from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, SchemaError
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
 
@@ -51,7 +51,7 @@ def test_delete_where_and_an_emptied_file_group(spark, tmp_path):
 def test_delete_insert_with_a_predicate(spark, tmp_path):
     table, t1 = auto_keyed(spark, tmp_path)
     t2 = table.delete_insert(visits(spark, [(1, "oslo2", "d1", 5), (3, "lima2", "d2", 6), (9, "new", "d4", 7)]),
-                             ["id"], predicates=["DBT_INTERNAL_DEST.city != 'lima'"])
+                             ["id"], predicates=["stored.city != 'lima'"], predicate_alias="stored")
     rows = sorted((r.id, r.city) for r in table.read().collect())
     # id 3's stored row fails the predicate: it stays, and the new row joins it
     assert rows == [(1, "oslo2"), (2, "rome"), (3, "lima"), (3, "lima2"), (4, "kiev"), (9, "new")]
@@ -80,7 +80,7 @@ def test_update_errors_leave_the_table_as_it_was(spark, tmp_path):
     with pytest.raises(SchemaError, match="condition `id ===` is not valid here"):
         table.delete_where("id ===")
     keyed = HudiTable.create(spark, str(tmp_path / "k"), "k", record_key="id")
-    with pytest.raises(HudiTableError, match="duplicate its record keys"):
+    with pytest.raises(ConfigurationError, match="duplicate its record keys"):
         keyed.delete_insert(visits(spark, [(1, "a", "d1", 1)]), ["id"])
     assert len(table.timeline()) == 1 and table.validate() == []
     with pytest.raises(SchemaError, match="update set n = no_such_column \+ 1 is not valid here"):

@@ -5,7 +5,8 @@ import os
 import pytest
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.table import HudiTable, HudiTableError, SchemaError
+from dbt.adapters.hudilite.table import ConfigurationError, DataError, HudiTable, SchemaError
+from dbt.adapters.hudilite.table.record_index import shard_column
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
 
@@ -59,10 +60,10 @@ def test_precombine_moves_and_deletes(spark, tmp_path):
 def test_upsert_errors(spark, tmp_path):
     keyed = HudiTable.create(spark, str(tmp_path / "k"), "k", record_key="id")
     keyed.insert(customers(spark, [(1, "a", "eu", 1)]))
-    with pytest.raises(SchemaError, match="record key '7' more than once"):
+    with pytest.raises(DataError, match="record key '7' more than once"):
         keyed.upsert(customers(spark, [(7, "x", "eu", 1), (7, "y", "eu", 2)]))
     auto = HudiTable.create(spark, str(tmp_path / "a"), "a")
-    with pytest.raises(HudiTableError, match="need a record key"):
+    with pytest.raises(ConfigurationError, match="need a record key"):
         auto.upsert(customers(spark, [(1, "a", "eu", 1)]))
     assert len(keyed.timeline()) == 1
 
@@ -72,9 +73,9 @@ def test_validate_finds_an_index_out_of_step(spark, tmp_path):
     table.insert(customers(spark, [(1, "a", "eu", 1), (2, "b", "eu", 1)]))
     table.upsert(customers(spark, [(3, "c", "us", 1)]))
     assert table.validate() == []
-    index = table.record_index()
+    index = table.index
     state = index.state()
-    table.build_record_index(num_shards=state["num_shards"])  # rebuilt as of now: fine
+    table.build_index(num_shards=state["num_shards"])  # rebuilt as of now: fine
     assert table.validate() == []
     # An index built before the last commit, without its delta, misses key 4.
     latest = table.timeline()[-1].timestamp
@@ -88,15 +89,15 @@ def test_validate_finds_an_index_out_of_step(spark, tmp_path):
 
 
 def test_index_compaction_folds_deltas_into_a_new_base(spark, tmp_path, monkeypatch):
-    from dbt.adapters.hudilite.table import record_index
+    from dbt.adapters.hudilite.table import index_files
 
-    monkeypatch.setattr(record_index, "COMPACT_AFTER_DELTAS", 1)
+    monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id")
     table.insert(customers(spark, [(1, "a", "eu", 1)]))
-    table.build_record_index(num_shards=1)
+    table.build_index(num_shards=1)
     table.upsert(customers(spark, [(2, "b", "eu", 1)]))
     t3 = table.upsert(customers(spark, [(3, "c", "eu", 1), (1, "a2", "eu", 2)]))  # second delta: compacts
-    index = table.record_index()
+    index = table.index
     assert index.state()["base_instant"] == t3
     assert os.listdir(os.path.join(table.path, ".hoodie/.hudilite/record_index/shard=0")) == [f"{t3}.base.parquet"]
     assert table.validate() == []
@@ -107,7 +108,7 @@ def test_predicates_keep_stored_rows_from_matching(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
     t1 = table.upsert(customers(spark, [(1, "ann", "eu", 1), (2, "bob", "eu", 1), (3, "cy", "us", 9)]))
     table.upsert(customers(spark, [(1, "ann2", "eu", 2), (3, "cy2", "us", 10), (4, "new", "us", 1)]),
-                 predicates=["DBT_INTERNAL_DEST.version < 5"])
+                 predicates=["stored.version < 5"], predicate_alias="stored")
     rows = sorted((r.id, r.name) for r in table.read().collect())
     assert rows == [(1, "ann2"), (2, "bob"), (3, "cy"), (4, "new")]  # 3's stored row (version 9) is protected
     assert {r.id for r in table.read_changes(t1).collect()} == {1, 4}
@@ -121,13 +122,13 @@ def test_predicates_keep_stored_rows_from_matching(spark, tmp_path):
 def test_every_key_is_found_in_its_own_shard(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
     table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(300)]))
-    table.build_record_index(num_shards=7)
+    table.build_index(num_shards=7)
     table.upsert(customers(spark, [(i, "moved", "apac", 2) for i in range(0, 300, 50)]))  # deltas in several shards
-    index = table.record_index()
-    completed, view = table._timeline.completed(), table._timeline.view()
+    index = table.index
+    completed, view = table.context.timeline.completed(), table.context.timeline.view()
     for shard, files in index.visible_files(completed).items():  # each file holds its own shard's keys only
         keys = spark.read.parquet(*[index.storage.uri(p) for _, p in files]).select("key")
-        assert {r[0] for r in keys.select(index.shard(F.col("key"))).distinct().collect()} == {shard}
+        assert {r[0] for r in keys.select(shard_column(index.num_shards)(F.col("key"))).distinct().collect()} == {shard}
     found = {r.key: r.partition for r in index.lookup(completed, view, table.read().select("_hoodie_record_key")).collect()}
     assert len(found) == 300 and found["50"] == "region=apac" and found["51"] == "region=us"
     assert table.validate() == []

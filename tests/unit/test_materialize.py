@@ -120,3 +120,56 @@ def test_a_snapshot_is_a_merge_on_dbt_scd_id_that_only_closes_open_versions():
         "DBT_INTERNAL_DEST.`valid_to` is null or DBT_INTERNAL_DEST.`valid_to` = to_timestamp('9999-12-31')"]
     assert [c for c in ["id", "dbt_change_type", "DBT_UNIQUE_KEY_1", "dbt_valid_to"] if m.snapshot_staging_only(c)] == [
         "dbt_change_type", "DBT_UNIQUE_KEY_1"]
+
+
+COLUMNS = [("id", "bigint"), ("a", "string"), ("b", "string")]
+
+
+def state(partition_fields=(), record_key_fields=(), columns=COLUMNS):
+    return m.TableState(list(partition_fields), list(record_key_fields), list(columns))
+
+
+def test_one_plan_per_build_carries_everything_the_write_needs():
+    merge = config(strategy="merge", unique_key=["id"], merge_exclude_columns=["b"], incremental_predicates=["x > 1"],
+                   precombine_field="a", retain_commits=4)
+    plan = m.plan_build(merge, COLUMNS + [(m.DELETE_FLAG, "boolean")], state(record_key_fields=["id"]), False)
+    assert (plan.operation, plan.record_key, plan.precombine_field, plan.retain_commits) == (m.UPSERT, ["id"], "a", 4)
+    assert plan.update_columns == ["id", "a"] and plan.predicates == ["x > 1"] and not plan.recreate
+    assert plan.schema.columns == [("id", None), ("a", None), ("b", None)]  # the delete flag rides along, unplanned
+    first = m.plan_build(merge, COLUMNS, None, False)
+    assert (first.operation, first.schema, first.update_columns) == (m.CREATE, None, None)
+    delete_insert = m.plan_build(config(strategy="delete+insert", unique_key=["a"]), COLUMNS, state(), False)
+    assert (delete_insert.operation, delete_insert.key_columns, delete_insert.record_key) == (m.DELETE_INSERT, ["a"], [])
+
+
+def test_a_changed_layout_rebuilds_a_table_and_refuses_an_incremental_run():
+    rebuilt = m.plan_build(config(materialized="table", partition_by=["a"]), COLUMNS, state(), False)
+    assert (rebuilt.operation, rebuilt.recreate, rebuilt.partition_by) == (m.CREATE, True, ["a"])
+    with pytest.raises(m.ModelConfigError, match="model 'orders': partition_by/record key .* run with --full-refresh"):
+        m.plan_build(config(partition_by=["a"]), COLUMNS, state(), False)
+    assert m.plan_build(config(partition_by=["a"]), COLUMNS, state(), True).recreate
+    snap = m.snapshot_config("snap", {"dbt_scd_id": "id", "dbt_valid_to": "b"}, None)
+    with pytest.raises(m.ModelConfigError, match="it was not built as a snapshot"):
+        m.plan_build(snap, COLUMNS, state(record_key_fields=["a"]), False)
+
+
+def test_the_plan_validates_before_anything_is_decided():
+    with pytest.raises(m.ModelConfigError, match="unique_key names column 'nope'"):
+        m.plan_build(config(strategy="merge", unique_key=["nope"]), COLUMNS, None, False)
+    with pytest.raises(m.ModelConfigError, match="no longer produces column"):
+        m.plan_build(config(), COLUMNS[:2], state(), False)
+
+
+def test_build_errors_map_to_dbt_errors_by_kind():
+    from dbt_common.exceptions import CompilationError, DbtDatabaseError
+
+    from dbt.adapters.hudilite.impl import _dbt_error
+    from dbt.adapters.hudilite.table import ConcurrentWriteError, DataError, SchemaError
+
+    orders = config()
+    assert isinstance(_dbt_error(orders, SchemaError("table orders: column 'x' changed type")), CompilationError)
+    assert isinstance(_dbt_error(orders, orders.fail("bad config")), CompilationError)
+    for err in (DataError("duplicate key"), ConcurrentWriteError("another writer"), RuntimeError("task failed")):
+        mapped = _dbt_error(orders, err)
+        assert isinstance(mapped, DbtDatabaseError) and "model 'orders'" in str(mapped)
+    assert str(_dbt_error(orders, orders.fail("x"))).count("model 'orders'") == 1

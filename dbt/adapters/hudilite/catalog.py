@@ -18,20 +18,11 @@ import threading
 from typing import Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
 
-from .table import HudiTable
-from .table.properties import PROPERTIES_FILE
-from .table.schema import with_meta_columns
-from .table.storage import Storage
+from .table import ConfigurationError, HudiTable, Storage, quote
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
-EMPTY_DIR = ".hoodie/.hudilite/empty"  # what an empty table's catalog entry points at
 _GLOB_SPECIAL = re.compile(r"([\\{}\[\]*?,])")
-
-
-def quote(*parts: str) -> str:
-    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
 
 
 def snapshot_glob(base_uri: str, relative_paths: List[str]) -> str:
@@ -77,7 +68,7 @@ class StorageCatalog:
         return posixpath.join(self.root, schema, name)
 
     def is_table(self, schema: str, name: str) -> bool:
-        return self.storage.exists(posixpath.join(schema, name, PROPERTIES_FILE))
+        return HudiTable.exists(self.table_path(schema, name))
 
     def open(self, schema: str, name: str) -> Optional[HudiTable]:
         if not self.is_table(schema, name):
@@ -103,12 +94,8 @@ class StorageCatalog:
         if table is None:
             return
         files = [f.path for f in table.latest_base_files()]
-        if files:
-            path = snapshot_glob(self.table_path(schema, name), files)
-        else:
-            self.storage.make_dirs(posixpath.join(schema, name, EMPTY_DIR))
-            path = posixpath.join(self.table_path(schema, name), EMPTY_DIR)
-        spark_schema = with_meta_columns(table.schema() or T.StructType([]))
+        path = snapshot_glob(self.table_path(schema, name), files) if files else table.empty_location()
+        spark_schema = table.schema(with_meta=True)
         with self._lock:
             self.spark.sql(f"create namespace if not exists {quote(schema)}")
             self._drop_entry(schema, name)
@@ -190,5 +177,5 @@ class StorageCatalog:
     def _require(self, schema: str, name: str) -> HudiTable:
         table = self.open(schema, name)
         if table is None:
-            raise ValueError(f"{schema}.{name} is not a hudilite table under {self.root}")
+            raise ConfigurationError(f"{schema}.{name} is not a hudilite table under {self.root}")
         return table

@@ -9,7 +9,7 @@ never drops stray files into a table.
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from typing import Any, Optional
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.spark.connections import SparkConnectionManager
@@ -20,6 +20,7 @@ from .catalog import StorageCatalog
 from .credentials import HudiliteCredentials
 from .dml import route_statement
 from .session import spark_session
+from .table import HudiliteError
 
 
 def session_for(credentials: HudiliteCredentials):
@@ -34,32 +35,41 @@ def catalog_for(credentials: HudiliteCredentials) -> StorageCatalog:
     return StorageCatalog.get(session_for(credentials), credentials.location_root)
 
 
-class HudiliteCursor(Cursor):
+class HudiliteConnection:
+    """One dbt connection: its SparkSession and storage catalog, made on first use."""
+
     def __init__(self, credentials: HudiliteCredentials) -> None:
-        super().__init__(server_side_parameters=credentials.server_side_parameters)
         self.credentials = credentials
+        self._catalog: Optional[StorageCatalog] = None
+
+    @property
+    def catalog(self) -> StorageCatalog:
+        if self._catalog is None:
+            self._catalog = catalog_for(self.credentials)
+        return self._catalog
+
+    def cursor(self) -> "HudiliteCursor":
+        return HudiliteCursor(self)
+
+
+class HudiliteCursor(Cursor):
+    def __init__(self, connection: HudiliteConnection) -> None:
+        super().__init__(server_side_parameters=connection.credentials.server_side_parameters)
+        self.connection = connection
 
     def execute(self, sql: str, *parameters: Any) -> None:
         if parameters:
             sql = sql % parameters
         from pyspark.errors import AnalysisException
 
-        catalog = catalog_for(self.credentials)
+        catalog = self.connection.catalog
         try:
             self._df = route_statement(catalog, sql)
             if self._df is None:
                 self._df = catalog.spark.sql(sql)
-        except AnalysisException as exc:
+        except (AnalysisException, HudiliteError) as exc:
             raise DbtRuntimeError(str(exc)) from exc
         self._rows = None
-
-
-class HudiliteConnection:
-    def __init__(self, credentials: HudiliteCredentials) -> None:
-        self.credentials = credentials
-
-    def cursor(self) -> HudiliteCursor:
-        return HudiliteCursor(self.credentials)
 
 
 class HudiliteConnectionManager(SparkConnectionManager):

@@ -15,6 +15,8 @@ from typing import Dict, List, Optional, Tuple
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .table import ConfigurationError, quote
+
 _IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
 _INSERT = re.compile(
     rf"^\s*insert\s+(?P<mode>into|overwrite)\s+(?:table\s+)?(?P<target>{_IDENT}\s*\.\s*{_IDENT})\s*"
@@ -42,15 +44,15 @@ _DELETE = re.compile(
 
 def split_top_level(text: str, separator: str) -> List[str]:
     """Split SQL text at a separator (`,` or a keyword) outside quotes and parentheses."""
-    parts, depth, quote, start, i = [], 0, None, 0, 0
+    parts, depth, quoting, start, i = [], 0, None, 0, 0
     keyword = separator.isalpha()
     while i < len(text):
         ch = text[i]
-        if quote:
-            if ch == quote:
-                quote = None
+        if quoting:
+            if ch == quoting:
+                quoting = None
         elif ch in "'\"`":
-            quote = ch
+            quoting = ch
         elif ch == "(":
             depth += 1
         elif ch == ")":
@@ -73,15 +75,15 @@ def parse_update(sql: str) -> Tuple[Dict[str, str], Optional[str]]:
     """({column: SQL value}, WHERE condition or None) of an UPDATE statement."""
     m = _UPDATE.match(sql)
     if m is None:
-        raise ValueError(f"cannot read this UPDATE statement: {sql.strip()[:200]}")
+        raise ConfigurationError(f"cannot read this UPDATE statement: {sql.strip()[:200]}")
     clauses = split_top_level(m["rest"], "where")
     if len(clauses) > 2:
-        raise ValueError(f"UPDATE with more than one WHERE: {sql.strip()[:200]}")
+        raise ConfigurationError(f"UPDATE with more than one WHERE: {sql.strip()[:200]}")
     assignments = {}
     for assignment in split_top_level(clauses[0], ","):
         column, sep, value = assignment.partition("=")
         if not sep or not value.strip():
-            raise ValueError(f"UPDATE assignment `{assignment}` is not `column = value`")
+            raise ConfigurationError(f"UPDATE assignment `{assignment}` is not `column = value`")
         assignments[_unquote(column.split(".")[-1])] = value.strip()
     return assignments, clauses[1] if len(clauses) == 2 else None
 
@@ -90,7 +92,7 @@ def parse_delete(sql: str) -> Optional[str]:
     """The WHERE condition of a DELETE statement (None: every row)."""
     m = _DELETE.match(sql)
     if m is None:
-        raise ValueError(f"cannot read this DELETE statement: {sql.strip()[:200]}")
+        raise ConfigurationError(f"cannot read this DELETE statement: {sql.strip()[:200]}")
     return m["where"]
 
 
@@ -131,7 +133,7 @@ def route_statement(catalog, sql: str) -> Optional[DataFrame]:
         return _done(catalog, schema, name, table)
     insert = _INSERT.match(sql)
     if insert is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"{schema}.{name} is a hudilite table: `{verb}` is not supported on it "
             "(use INSERT, UPDATE or DELETE, or a dbt model)"
         )
@@ -139,7 +141,7 @@ def route_statement(catalog, sql: str) -> Optional[DataFrame]:
     target_schema = table.schema()
     names = _columns(insert["columns"]) or ([f.name for f in target_schema.fields] if target_schema else rows.columns)
     if len(names) != len(rows.columns):
-        raise ValueError(
+        raise ConfigurationError(
             f"insert into {schema}.{name}: {len(rows.columns)} values per row for {len(names)} columns ({', '.join(names)})"
         )
     rows = rows.toDF(*names)
@@ -147,10 +149,10 @@ def route_statement(catalog, sql: str) -> Optional[DataFrame]:
         given = {n.lower() for n in names}
         unknown = sorted(given - {f.name.lower() for f in target_schema.fields})
         if unknown:
-            raise ValueError(f"insert into {schema}.{name}: no column(s) {', '.join(unknown)} in the table")
+            raise ConfigurationError(f"insert into {schema}.{name}: no column(s) {', '.join(unknown)} in the table")
         rows = rows.select(
             *[
-                (F.col(f"`{f.name}`") if f.name.lower() in given else F.lit(None)).cast(f.dataType).alias(f.name)
+                (F.col(quote(f.name)) if f.name.lower() in given else F.lit(None)).cast(f.dataType).alias(f.name)
                 for f in target_schema.fields
             ]
         )

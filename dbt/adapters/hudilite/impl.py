@@ -9,20 +9,19 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
-from dbt_common.exceptions import CompilationError, DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
 from . import materialize as m
-from .catalog import StorageCatalog, quote
+from .catalog import StorageCatalog
 from .column import HudiliteColumn
-from .connections import HudiliteConnectionManager, catalog_for
+from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .relation import HudiliteRelation
-from .table import HudiTable, SchemaError, TimelineError
-from .table.schema import META_COLUMNS
+from .table import META_COLUMNS, ConfigurationError, HudiTable, quote
 
 
 @dataclass
@@ -47,6 +46,11 @@ class HudiliteAdapter(SparkAdapter):
 
     @property
     def catalog(self) -> StorageCatalog:
+        """The storage catalog of this thread's connection (made once per connection)."""
+        connection = self.connections.get_if_exists()
+        handle = getattr(getattr(connection, "handle", None), "handle", None) if connection is not None else None
+        if isinstance(handle, HudiliteConnection):
+            return handle.catalog
         return catalog_for(self.config.credentials)
 
     def valid_incremental_strategies(self) -> List[str]:
@@ -105,65 +109,37 @@ class HudiliteAdapter(SparkAdapter):
     def hudilite_build(self, relation: BaseRelation, sql: str, model: Dict[str, Any], full_refresh: bool) -> Dict[str, Any]:
         """Build a `table` or `incremental` model from its compiled SELECT."""
         config = m.ModelConfig.from_node(model)
-        catalog = self.catalog
-        df = self._model_rows(config, catalog, sql)
-        self._validate(config, df.columns)
-        schema, name = relation.schema, relation.identifier
-        table = catalog.open(schema, name)
-        if table is None:
-            catalog.drop_view(schema, name)  # the model was a view before
-        elif m.table_layout_changed(config, table.config.partition_fields, table.config.record_key_fields):
-            if config.materialized == "incremental" and not full_refresh:
-                raise CompilationError(
-                    f"model '{config.name}': partition_by/record key ({config.partition_by}/{m.record_key(config)}) differ "
-                    f"from the table's ({table.config.partition_fields}/{table.config.record_key_fields}); they are "
-                    "fixed when the table is created: run with --full-refresh to rebuild it"
-                )
-            catalog.drop_table(schema, name)  # a rebuild with a new layout starts a new table
-            table = None
-        try:
-            operation = m.choose_operation(config, table is not None, full_refresh)
-        except m.ModelConfigError as err:
-            raise CompilationError(str(err)) from None
-        return self._write(config, catalog, schema, name, table, df, operation)
+        return self._build(config, relation, lambda catalog: self._model_rows(config, catalog, sql), full_refresh)
 
     @available
     def hudilite_snapshot(self, relation: BaseRelation, sql: str, model: Dict[str, Any], column_names: Dict[str, str],
                           valid_to_current: Optional[str]) -> Dict[str, Any]:
         """Apply a snapshot's SELECT (dbt's first-build or staging query) in one commit."""
         config = m.snapshot_config(model.get("name") or relation.identifier, column_names, valid_to_current)
-        catalog = self.catalog
-        df = self._model_rows(config, catalog, sql)
-        df = df.drop(*[c for c in df.columns if m.snapshot_staging_only(c)])
-        table = catalog.open(relation.schema, relation.identifier)
-        if table is not None and m.table_layout_changed(config, table.config.partition_fields, table.config.record_key_fields):
-            raise CompilationError(
-                f"snapshot '{config.name}': {relation} is not keyed by {config.unique_key[0]} (record key "
-                f"{table.config.record_key_fields}); it was not built as a snapshot: drop it or choose another target"
-            )
-        return self._write(config, catalog, relation.schema, relation.identifier, table, df,
-                           m.choose_operation(config, table is not None, False))
+
+        def rows(catalog: StorageCatalog):
+            df = self._model_rows(config, catalog, sql)
+            return df.drop(*[c for c in df.columns if m.snapshot_staging_only(c)])
+
+        return self._build(config, relation, rows, full_refresh=False)
 
     @available
     def hudilite_load_seed(self, relation: BaseRelation, agate_table, model: Dict[str, Any]) -> str:
         """Write a seed's rows as a hudilite table (created, or replaced whole)."""
         config = m.ModelConfig(name=model.get("name", relation.identifier))
-        catalog = self.catalog
         column_types = (model.get("config", {}) or {}).get("column_types", {}) or {}
         columns = []
         for index, column in enumerate(agate_table.column_names):
             spark_type = column_types.get(column) or self.convert_type(agate_table, index)
             columns.append((column, spark_type))
-        rows = [[_seed_text(v) for v in row] for row in agate_table.rows]
-        text_schema = ", ".join(f"{quote(c)} string" for c, _ in columns)
-        df = catalog.spark.createDataFrame(rows, text_schema) if columns else catalog.spark.createDataFrame([], "x string")
-        df = df.select(*[df[quote(c)].cast(t).alias(c) for c, t in columns]).coalesce(1)  # seeds are small
-        table = catalog.open(relation.schema, relation.identifier)
-        if table is None:
-            catalog.drop_view(relation.schema, relation.identifier)
-        operation = m.OVERWRITE_TABLE if table is not None else m.CREATE
-        result = self._write(config, catalog, relation.schema, relation.identifier, table, df, operation)
-        return result["message"]
+
+        def rows(catalog: StorageCatalog):
+            text_rows = [[_seed_text(v) for v in row] for row in agate_table.rows]
+            text_schema = ", ".join(f"{quote(c)} string" for c, _ in columns)
+            df = catalog.spark.createDataFrame(text_rows, text_schema) if columns else catalog.spark.createDataFrame([], "x string")
+            return df.select(*[df[quote(c)].cast(t).alias(c) for c, t in columns]).coalesce(1)  # seeds are small
+
+        return self._build(config, relation, rows, full_refresh=False)["message"]
 
     @available
     def hudilite_remember_view(self, relation: BaseRelation, sql: str) -> None:
@@ -176,61 +152,63 @@ class HudiliteAdapter(SparkAdapter):
         except Exception as err:  # noqa: BLE001 - Spark's analysis errors name what is wrong
             raise DbtRuntimeError(f"model '{config.name}': {err}") from None
 
-    @staticmethod
-    def _validate(config: m.ModelConfig, columns: List[str]) -> None:
+    def _build(self, config: m.ModelConfig, relation: BaseRelation, rows, full_refresh: bool) -> Dict[str, Any]:
+        """Plan the build from the model's rows and the table's state, then carry the plan out."""
+        catalog = self.catalog
+        schema, name = relation.schema, relation.identifier
+        df = rows(catalog)
+        table = catalog.open(schema, name)
+        state = None if table is None else m.TableState(
+            table.config.partition_fields, table.config.record_key_fields, _columns(table.schema()))
         try:
-            m.validate(config, columns)
+            plan = m.plan_build(config, _columns(df.schema), state, full_refresh)
         except m.ModelConfigError as err:
             raise CompilationError(str(err)) from None
-
-    def _write(self, config: m.ModelConfig, catalog: StorageCatalog, schema: str, name: str,
-               table: Optional[HudiTable], df, operation: str) -> Dict[str, Any]:
+        if table is None:
+            catalog.drop_view(schema, name)  # the model was a view before
+        elif plan.recreate:
+            catalog.drop_table(schema, name)  # a rebuild with a new layout starts a new table
+            table = None
+        if plan.operation == m.CREATE:
+            try:
+                table = HudiTable.create(catalog.spark, catalog.table_path(schema, name), name,
+                                         partition_by=plan.partition_by, record_key=plan.record_key,
+                                         precombine=plan.precombine_field, database=schema)
+            except Exception as err:  # nothing of ours to clean up: the table is not created
+                raise _dbt_error(config, err) from None
         try:
-            if operation == m.CREATE:
-                table = HudiTable.create(
-                    catalog.spark, catalog.table_path(schema, name), name, partition_by=config.partition_by,
-                    record_key=m.record_key(config), precombine=config.precombine_field, database=schema,
-                )
-                instant = table.upsert(df) if table.config.record_key_fields else table.insert(df)
-            elif operation == m.OVERWRITE_TABLE:
-                instant = table.insert_overwrite_table(df)
-            else:
-                plan = self._schema_plan(config, table, df)
-                df = _shape(df, plan)
-                if operation == m.UPSERT:
-                    instant = table.upsert(df, m.update_columns(config, df.columns), config.incremental_predicates,
-                                           drop_missing_columns=plan.drop_missing_columns)
-                elif operation == m.DELETE_INSERT:
-                    instant = table.delete_insert(df, config.unique_key, config.incremental_predicates)
-                else:
-                    write = table.insert if operation == m.INSERT else table.insert_overwrite
-                    instant = write(df, drop_missing_columns=plan.drop_missing_columns)
+            instant = self._carry_out(plan, table, df)
         except Exception as err:
-            if operation == m.CREATE and table is not None:  # a failed first build leaves no table behind
+            if plan.operation == m.CREATE:  # a failed first build leaves no table behind
                 catalog.drop_table(schema, name)
-            if isinstance(err, (m.ModelConfigError, SchemaError, TimelineError)):
-                raise CompilationError(_name_model(config, err)) from None
-            if isinstance(err, DbtRuntimeError):
-                raise
-            raise DbtRuntimeError(_name_model(config, err)) from None  # Spark task failures carry the reason
+            raise _dbt_error(config, err) from None
         catalog.register(schema, name, table)
-        table.clean(retain_commits=config.retain_commits)
+        table.clean(retain_commits=plan.retain_commits)
         metadata = table.commit_metadata(instant)
-        rows = metadata.num_writes
         return {
-            "message": f"{metadata.operation} {rows} rows at {instant}",
+            "message": f"{metadata.operation} {metadata.num_writes} rows at {instant}",
             "code": metadata.operation,
-            "rows": rows,
+            "rows": metadata.num_writes,
             "instant": instant,
         }
 
     @staticmethod
-    def _schema_plan(config: m.ModelConfig, table: HudiTable, df) -> m.SchemaPlan:
-        current = table.schema()
-        table_columns = [(f.name, f.dataType.simpleString()) for f in current.fields] if current else []
-        model_columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields
-                         if f.name not in META_COLUMNS and f.name.lower() != m.DELETE_FLAG]
-        return m.plan_schema_change(config, table_columns, model_columns)
+    def _carry_out(plan: m.BuildPlan, table: HudiTable, df) -> str:
+        """The plan's write; returns its instant."""
+        if plan.operation == m.CREATE:
+            return table.upsert(df) if plan.record_key else table.insert(df)
+        if plan.operation == m.OVERWRITE_TABLE:
+            return table.insert_overwrite_table(df)
+        df = _shape(df, plan.schema)
+        drop_missing = plan.schema.drop_missing_columns
+        if plan.operation == m.UPSERT:
+            return table.upsert(df, plan.update_columns, plan.predicates, drop_missing_columns=drop_missing,
+                                predicate_alias=m.DEST_ALIAS)
+        if plan.operation == m.DELETE_INSERT:
+            return table.delete_insert(df, plan.key_columns, plan.predicates, predicate_alias=m.DEST_ALIAS)
+        if plan.operation == m.INSERT:
+            return table.insert(df, drop_missing_columns=drop_missing)
+        return table.insert_overwrite(df, drop_missing_columns=drop_missing)
 
     # ---- reads in SQL -----------------------------------------------------------------------
     @available
@@ -249,7 +227,7 @@ class HudiliteAdapter(SparkAdapter):
     def _read_view(self, make_view, relation: BaseRelation) -> str:
         try:
             return make_view(self.catalog)
-        except (TimelineError, ValueError) as err:
+        except ConfigurationError as err:
             raise CompilationError(f"{relation}: {err}") from None
 
 
@@ -279,6 +257,17 @@ def _seed_text(value: Any) -> Optional[str]:
     return str(value)
 
 
-def _name_model(config: m.ModelConfig, err: Exception) -> str:
+def _columns(schema) -> List[Tuple[str, str]]:
+    """(name, Spark type) of a schema's data columns."""
+    return [(f.name, f.dataType.simpleString()) for f in (schema.fields if schema else []) if f.name not in META_COLUMNS]
+
+
+def _dbt_error(config: m.ModelConfig, err: Exception) -> Exception:
+    """The dbt error for a failed build, by the kind of error: a configuration the table cannot
+    take is a compilation error; conflicts, bad data, a corrupt table and Spark's own failures
+    (a task's error carries its reason) are database errors."""
+    if isinstance(err, DbtRuntimeError):
+        return err
     text = str(err).strip() or repr(err)
-    return text if f"'{config.name}'" in text else f"model '{config.name}': {text}"
+    text = text if f"'{config.name}'" in text else f"model '{config.name}': {text}"
+    return CompilationError(text) if isinstance(err, ConfigurationError) else DbtDatabaseError(text)

@@ -1,7 +1,8 @@
-"""What a model build does to its table: config validation, the operation, schema changes.
+"""What a model build does to its table: one `BuildPlan` from the model's config, its columns
+and the table's state (config validation, the operation, schema changes, merge columns).
 
 Pure functions over plain values, so the rules are unit-tested without Spark; the adapter
-applies the result with the table-format core.
+carries the plan out with the table-format core.
 """
 
 from __future__ import annotations
@@ -9,21 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .table import ConfigurationError, quote
+from .table.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, UPSERT
+
 STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge", "delete+insert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 DEFAULT_RETAIN_COMMITS = 10
 
-# What a build does to the table.
-CREATE = "create"                      # a new table, then a commit
-OVERWRITE_TABLE = "insert_overwrite_table"
-INSERT = "insert"
-OVERWRITE_PARTITIONS = "insert_overwrite"
-UPSERT = "upsert"                      # merge: through the record index
-DELETE_INSERT = "delete_insert"        # delete rows with the batch's unique_key values, insert the batch
+# What a build does to the table: the core's operation names, and two of the adapter's own.
+CREATE = "CREATE"                      # a new table, then its first commit
+OVERWRITE_TABLE = INSERT_OVERWRITE_TABLE
+OVERWRITE_PARTITIONS = INSERT_OVERWRITE
+DELETE_INSERT = "DELETE_INSERT"        # delete rows with the batch's unique_key values, insert the batch
 DELETE_FLAG = "_hoodie_is_deleted"     # a merge model's rows with it true are deletes
+DEST_ALIAS = "DBT_INTERNAL_DEST"       # what incremental_predicates call the stored row
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(ConfigurationError):
     """A config mistake; the adapter reports it as a compilation error of the model."""
 
 
@@ -107,7 +110,7 @@ def snapshot_config(name: str, column_names: Dict[str, str], valid_to_current: O
     """A snapshot (SCD type 2) is a merge keyed by dbt_scd_id: new versions are new keys; a
     changed or deleted record's open version (dbt_valid_to null, or the configured current
     value) gets its dbt_valid_to and nothing else; closed versions never change."""
-    valid_to = f"DBT_INTERNAL_DEST.`{column_names['dbt_valid_to']}`"
+    valid_to = f"{DEST_ALIAS}.{quote(column_names['dbt_valid_to'])}"
     open_version = f"{valid_to} is null" + (f" or {valid_to} = {valid_to_current}" if valid_to_current else "")
     return ModelConfig(
         name=name, materialized="snapshot", strategy="merge", unique_key=[column_names["dbt_scd_id"]],
@@ -200,3 +203,60 @@ def update_columns(config: ModelConfig, columns: Sequence[str]) -> Optional[List
         excluded = {c.lower() for c in config.merge_exclude_columns}
         return [c for c in columns if c.lower() not in excluded]
     return None
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What a build needs to know of an existing table."""
+
+    partition_fields: List[str]
+    record_key_fields: List[str]
+    columns: List[Tuple[str, str]]  # (name, Spark type), meta columns excluded
+
+
+@dataclass
+class BuildPlan:
+    """Everything a model build does, decided before anything is written."""
+
+    operation: str
+    partition_by: List[str]
+    record_key: List[str]
+    precombine_field: Optional[str]
+    retain_commits: int
+    recreate: bool = False  # drop the existing table first: its layout changed on a rebuild
+    schema: Optional[SchemaPlan] = None  # incremental writes: how the rows are shaped
+    update_columns: Optional[List[str]] = None  # merge: the columns existing rows take; None for all
+    key_columns: List[str] = field(default_factory=list)  # delete+insert: the columns matched
+    predicates: List[str] = field(default_factory=list)  # over the stored row, called DEST_ALIAS
+
+
+def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optional[TableState],
+               full_refresh: bool) -> BuildPlan:
+    """The plan of one build. `columns` are the model's (name, Spark type), meta columns
+    excluded; `table` is None when there is no table yet. Raises `ModelConfigError`."""
+    validate(config, [n for n, _ in columns])
+    recreate = False
+    if table is not None and table_layout_changed(config, table.partition_fields, table.record_key_fields):
+        if config.materialized == "snapshot":
+            raise config.fail(f"the table is not keyed by {config.unique_key[0]} (record key "
+                              f"{table.record_key_fields}); it was not built as a snapshot: drop it or choose another target")
+        if config.materialized == "incremental" and not full_refresh:
+            raise config.fail(
+                f"partition_by/record key ({config.partition_by}/{record_key(config)}) differ from the table's "
+                f"({table.partition_fields}/{table.record_key_fields}); they are fixed when the table is created: "
+                "run with --full-refresh to rebuild it"
+            )
+        recreate = True
+    operation = choose_operation(config, table is not None and not recreate, full_refresh)
+    plan = BuildPlan(operation=operation, partition_by=list(config.partition_by), record_key=record_key(config),
+                     precombine_field=config.precombine_field, retain_commits=config.retain_commits, recreate=recreate)
+    if operation in (INSERT, OVERWRITE_PARTITIONS, UPSERT, DELETE_INSERT):
+        model_columns = [(n, t) for n, t in columns if n.lower() != DELETE_FLAG]
+        plan.schema = plan_schema_change(config, table.columns, model_columns)
+    if operation == UPSERT:
+        plan.update_columns = update_columns(config, [n for n, _ in plan.schema.columns])
+        plan.predicates = list(config.incremental_predicates)
+    if operation == DELETE_INSERT:
+        plan.key_columns = list(config.unique_key)
+        plan.predicates = list(config.incremental_predicates)
+    return plan

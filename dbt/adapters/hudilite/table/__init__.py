@@ -10,13 +10,22 @@ Usable without dbt:
 
 from .cleaner import CleanPlan
 from .commit import CommitMetadata, WriteStat
+from .errors import (
+    ConcurrentWriteError,
+    ConfigurationError,
+    CorruptTableError,
+    DataError,
+    HudiliteError,
+    SchemaError,
+    TimelineError,
+)
 from .instant import Instant
-from .schema import SchemaError
-from .table import HudiTable, HudiTableError
-from .timeline import TimelineError
-from .transaction import ConcurrentWriteError
+from .schema import META_COLUMNS, quote
+from .storage import Storage
+from .table import HudiTable
 
 __all__ = [
-    "CleanPlan", "CommitMetadata", "ConcurrentWriteError", "HudiTable", "HudiTableError", "Instant",
-    "SchemaError", "TimelineError", "WriteStat",
+    "CleanPlan", "CommitMetadata", "ConcurrentWriteError", "ConfigurationError", "CorruptTableError", "DataError",
+    "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "Storage", "TimelineError", "WriteStat",
+    "quote",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from .errors import ConfigurationError
 from .file_group import BaseFile, FileSystemView
 
 
@@ -25,7 +26,7 @@ def plan_clean(view: FileSystemView, completed: List[str], retain_commits: int,
     """What to delete to keep the last `retain_commits` instants readable. `cleaned_before` is
     the earliest instant an earlier clean retained: what it doomed is gone already."""
     if retain_commits < 1:
-        raise ValueError("retain_commits must be at least 1")
+        raise ConfigurationError("retain_commits must be at least 1")
     if len(completed) <= retain_commits:
         return CleanPlan(earliest_retained=cleaned_before)
     earliest = completed[-retain_commits]

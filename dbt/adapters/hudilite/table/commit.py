@@ -10,7 +10,6 @@ SCHEMA_KEY = "schema"  # Avro, read by Hudi readers
 SPARK_SCHEMA_KEY = "hudilite.spark.schema"  # exact Spark types, read by hudilite
 
 INSERT = "INSERT"
-BULK_INSERT = "BULK_INSERT"
 UPSERT = "UPSERT"
 DELETE = "DELETE"
 INSERT_OVERWRITE = "INSERT_OVERWRITE"

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from .errors import TimelineError
+
 COMMIT = "commit"
 REPLACE_COMMIT = "replacecommit"
 ACTIONS = (COMMIT, REPLACE_COMMIT)
@@ -76,7 +78,7 @@ def format_instant_time(moment: dt.datetime) -> str:
 
 def parse_instant_time(value: str) -> dt.datetime:
     if not is_instant_time(value):
-        raise ValueError(f"not an instant time (yyyyMMddHHmmssSSS): {value!r}")
+        raise TimelineError(f"not an instant time (yyyyMMddHHmmssSSS): {value!r}")
     moment = dt.datetime.strptime(value[:14], INSTANT_FORMAT)
     return moment.replace(microsecond=int(value[14:]) * 1000, tzinfo=dt.timezone.utc)
 
@@ -104,7 +106,7 @@ def to_instant_time(value) -> str:
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(
+        raise TimelineError(
             f"cannot read {value!r} as an instant (yyyyMMddHHmmssSSS) or a timestamp"
         ) from None
     if moment.tzinfo is None:

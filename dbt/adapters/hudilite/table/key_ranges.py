@@ -1,24 +1,20 @@
-"""The record index of an auto-keyed table: runs of RFC-76 keys instead of one entry per key.
+"""The index of an auto-keyed table: runs of RFC-76 keys instead of one entry per key.
 
 An auto key is `<instant>_<task>_<row>`, rows numbered in the order the task writes them
 (keygen), so the keys of a file group form runs of consecutive rows of one (instant, task):
 one run per task that wrote the group, a few more once deletes cut holes. The index stores
 each live file group's runs (fileId, prefix `<instant>_<task>`, first row, last row).
 
-Files under `.hoodie/.hudilite/key_ranges/`: `<T>.base.parquet` (every live group as of T,
-written by `build` or `compact`) and `<T>.delta.parquet`, the complete runs of each file group
-instant T wrote (new or rewritten; a group left empty is a row with null runs). The newest
-file naming a group holds its runs. A delta belongs to its commit: marked first, rolled back
-with it, and ignored unless T completed. Runs of replaced file groups are not live.
+Files under `.hoodie/.hudilite/key_ranges/` (`index_files.py`): a base with every live group
+as of T (written by `build` or `compact`), and per commit a delta with the complete runs of
+each file group it wrote (new or rewritten; a group left empty is a row with null runs). The
+newest file naming a group holds its runs. Runs of replaced file groups are not live.
 """
 
 from __future__ import annotations
 
 import bisect
-import json
-import posixpath
-import re
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,18 +22,15 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .file_group import FileSystemView
+from .index import IndexChange, TableIndex, file_id_of
+from .index_files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
 from .instant import Instant
-from .record_index import COMPACT_AFTER_DELTAS, file_id_of
+from .layout import KEY_RANGES_DIR
 from .schema import FILE_NAME, RECORD_KEY
-from .storage import Storage
-from .timeline import PRIVATE_DIR, TMP_DIR
-from .transaction import marker_path
 
-RANGES_DIR = PRIVATE_DIR + "/key_ranges"
-RANGES_STATE = RANGES_DIR + "/index.json"
 RUN_SCHEMA = pa.schema([("file_id", pa.string()), ("prefix", pa.string()), ("first", pa.int64()), ("last", pa.int64())])
-_RANGE_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
 Run = Tuple[str, int, int]  # (prefix, first row, last row)
+RunsByPrefix = Dict[str, List[Tuple[int, int, str]]]  # prefix -> (first, last, fileId), sorted
 
 
 def runs_of(rows: DataFrame) -> DataFrame:
@@ -57,8 +50,18 @@ def split_key(key: str) -> Optional[Tuple[str, int]]:
     return (prefix, int(row)) if prefix and row.isdigit() else None
 
 
-def holder(runs_by_prefix: Dict[str, List[Tuple[int, int, str]]], key: str) -> Optional[str]:
-    """The file group whose runs hold `key` (runs per prefix sorted by first row)."""
+def by_prefix(runs: Dict[str, List[Run]]) -> RunsByPrefix:
+    out: RunsByPrefix = {}
+    for file_id, file_runs in runs.items():
+        for prefix, first, last in file_runs:
+            out.setdefault(prefix, []).append((first, last, file_id))
+    for prefix_runs in out.values():
+        prefix_runs.sort()
+    return out
+
+
+def holder(runs_by_prefix: RunsByPrefix, key: str) -> Optional[str]:
+    """The file group whose runs hold `key`."""
     parts = split_key(key)
     if parts is None:
         return None
@@ -67,44 +70,32 @@ def holder(runs_by_prefix: Dict[str, List[Tuple[int, int, str]]], key: str) -> O
     return runs[at][2] if at >= 0 and runs[at][0] <= parts[1] <= runs[at][1] else None
 
 
-class KeyRangeIndex:
-    def __init__(self, storage: Storage):
-        self.storage = storage
+class KeyRangeIndex(TableIndex):
+    ROOT = KEY_RANGES_DIR
 
-    def state(self) -> Optional[dict]:
-        return json.loads(self.storage.read_text(RANGES_STATE)) if self.storage.exists(RANGES_STATE) else None
-
-    def _write(self, path: str, runs: Iterable[Tuple], delta_instant: Optional[str] = None) -> None:
+    def _write(self, instant: str, kind: str, runs: List[Tuple]) -> str:
+        path = self.files.path(instant, kind)
         rows = [dict(zip(RUN_SCHEMA.names, r)) for r in runs]
-        if delta_instant is not None:
-            self.storage.write_bytes(marker_path(delta_instant, path), b"")
-        with self.storage.open_output(path) as sink:
-            pq.write_table(pa.Table.from_pylist(rows, schema=RUN_SCHEMA), sink, compression="zstd")
+        write_index_file(self.storage, path, pa.Table.from_pylist(rows, schema=RUN_SCHEMA),
+                         instant if kind == DELTA else None)
+        return path
 
-    def build(self, snapshot: DataFrame, instant: str) -> int:
-        """Bootstrap from the snapshot as of the completed `instant`; returns the runs."""
+    def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
         runs = [tuple(r) for r in runs_of(snapshot).collect()]
-        self._write(posixpath.join(RANGES_DIR, f"{instant}.base.parquet"), runs)
-        self.storage.write_atomic(RANGES_STATE, json.dumps({"base_instant": instant}).encode(), TMP_DIR)
+        self._write(instant, BASE, runs)
+        self.files.write_state({"base_instant": instant})
         return len(runs)
 
-    def write_delta(self, written: DataFrame, file_ids: Sequence[str], instant: str) -> List[str]:
-        """The runs of the file groups `instant` wrote (`written`: their new slices' rows)."""
-        runs = [tuple(r) for r in runs_of(written).collect()]
-        empty = sorted(set(file_ids) - {r[0] for r in runs})
-        path = posixpath.join(RANGES_DIR, f"{instant}.delta.parquet")
-        self._write(path, runs + [(f, None, None, None) for f in empty], delta_instant=instant)
-        return [path]
+    def delta(self, instant: str, change: IndexChange) -> List[str]:
+        """The complete runs of every file group the commit wrote."""
+        if not change.written:
+            return []
+        runs = [tuple(r) for r in runs_of(self.written_rows(change.written)).collect()]
+        emptied = sorted({s.fileId for s in change.written} - {r[0] for r in runs})
+        return [self._write(instant, DELTA, runs + [(f, None, None, None) for f in emptied])]
 
     def _visible(self, completed: List[Instant], as_of: Optional[str] = None) -> List[Tuple[str, str]]:
-        base = self.state()["base_instant"]
-        done = {i.timestamp for i in completed if as_of is None or i.timestamp <= as_of}
-        out = []
-        for name in self.storage.list_names(RANGES_DIR):
-            m = _RANGE_FILE.match(name)
-            if m and ((m[2] == "base" and m[1] == base) or (m[2] == "delta" and m[1] > base and m[1] in done)):
-                out.append((m[1], posixpath.join(RANGES_DIR, name)))
-        return sorted(out)
+        return self.files.visible(self.state()["base_instant"], completed_set(completed, as_of))
 
     def runs(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> Dict[str, List[Run]]:
         """fileId -> its runs, for every live file group."""
@@ -122,27 +113,29 @@ class KeyRangeIndex:
             out.update(newest)
         return out
 
-    def holders(self, keys: Iterable[str], completed: List[Instant], view: FileSystemView) -> Dict[str, str]:
-        """key -> the live file group holding it, for the keys some run covers."""
-        by_prefix: Dict[str, List[Tuple[int, int, str]]] = {}
-        for file_id, runs in self.runs(completed, view).items():
-            for prefix, first, last in runs:
-                by_prefix.setdefault(prefix, []).append((first, last, file_id))
-        for runs in by_prefix.values():
-            runs.sort()
-        found = {k: holder(by_prefix, k) for k in keys}
-        return {k: f for k, f in found.items() if f is not None}
+    def holders(self, keys: DataFrame, completed: List[Instant], view: FileSystemView) -> Set[str]:
+        """Keys are collected to the driver: the runs are few, and a delete's keys too."""
+        wanted = [r[0] for r in keys.distinct().collect()]
+        if not wanted:
+            return set()
+        runs = by_prefix(self.runs(completed, view))
+        return {f for f in (holder(runs, k) for k in wanted) if f is not None}
+
+    def entries(self, completed: List[Instant], view: FileSystemView) -> DataFrame:
+        """Every key the runs cover, expanded (validation)."""
+        partition_of = {g.file_id: g.partition for g in view.live_groups()}
+        runs = [(f, partition_of[f], p, a, b) for f, rs in self.runs(completed, view).items() for p, a, b in rs]
+        df = self.spark.createDataFrame(runs, "file_id string, partition string, prefix string, first long, last long")
+        rows = df.select("prefix", "partition", "file_id", F.explode(F.sequence("first", "last")).alias("row"))
+        return rows.select(F.concat_ws("_", "prefix", F.col("row").cast("string")).alias("key"), "partition", "file_id")
 
     def needs_compaction(self, completed: List[Instant]) -> bool:
-        return len(self._visible(completed)) - 1 > COMPACT_AFTER_DELTAS
+        return has_too_many_deltas(self._visible(completed))
 
     def compact(self, completed: List[Instant], view: FileSystemView) -> None:
-        """One base file as of the latest completed instant; the files it supersedes go."""
+        """One base file as of the latest completed instant, on the driver (runs are few)."""
         instant = max(i.timestamp for i in completed)
         superseded = [p for _, p in self._visible(completed)]
         runs = [(f, p, a, b) for f, rs in self.runs(completed, view).items() for p, a, b in rs]
-        self._write(posixpath.join(RANGES_DIR, f"{instant}.base.parquet"), runs)
-        self.storage.write_atomic(RANGES_STATE, json.dumps({"base_instant": instant}).encode(), TMP_DIR)
-        for path in superseded:
-            if not path.endswith(f"{instant}.base.parquet"):
-                self.storage.delete_file(path)
+        self._write(instant, BASE, runs)
+        self.files.finish_compaction({"base_instant": instant}, superseded)

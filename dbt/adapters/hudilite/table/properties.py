@@ -6,7 +6,8 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-PROPERTIES_FILE = ".hoodie/hoodie.properties"
+from .errors import ConfigurationError
+
 TABLE_VERSION = "6"
 
 KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
@@ -144,7 +145,7 @@ class TableConfig:
             return [f for f in props.get(key, "").split(",") if f]
 
         if props.get("hoodie.table.type", "COPY_ON_WRITE") != "COPY_ON_WRITE":
-            raise ValueError("only COPY_ON_WRITE tables are supported")
+            raise ConfigurationError("only COPY_ON_WRITE tables are supported")
         return cls(
             name=props["hoodie.table.name"],
             partition_fields=fields("hoodie.table.partition.fields"),

@@ -1,57 +1,44 @@
 """The record-level index (RFC-8): record key -> (partition path, fileId) for the snapshot.
 
 Kept under `.hoodie/.hudilite/record_index/` (hudilite's own; Hudi readers ignore it) in N
-hash shards, `shard = pmod(xxhash64(key), N)`. Each shard is a base file written when the
-index is built (`shard=<k>/<T>.base.parquet`, the snapshot as of T) plus one delta file per
-later commit that changed keys of the shard (`shard=<k>/<T>.delta.parquet`): inserted or
-moved keys with their new place, deleted keys as tombstones. Files are sorted by key.
-
-A delta is written inside its commit, after a marker, so the index at instant T is exactly
-the base plus the deltas of completed instants up to T; a failed write's delta is rolled back
-with its data. Entries pointing at file groups a replacecommit replaced are not live: the
-index reader drops them, so overwrites need no delta.
+hash shards, `shard = pmod(xxhash64(key), N)`, each shard a folder of index files
+(`index_files.py`): a base written when the index is built, one delta per later commit that
+changed keys of the shard (inserted or moved keys with their new place, deleted keys as
+tombstones). Files are sorted by key, so a lookup reads only the row groups whose key range
+can hold a wanted key. Entries pointing at file groups a replacecommit replaced are not live:
+readers drop them, so overwrites need no delta.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
-import json
-import posixpath
-import re
-from typing import Dict, Iterator, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .file_group import FileSystemView
+from .index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
+from .index_files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
 from .instant import Instant
+from .layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
 from .schema import FILE_NAME, RECORD_KEY
 from .storage import Storage
-from .timeline import PRIVATE_DIR, TMP_DIR
-from .transaction import marker_path
 
-INDEX_DIR = PRIVATE_DIR + "/record_index"
-INDEX_STATE = INDEX_DIR + "/index.json"
 ENTRIES_PER_SHARD = 2_000_000
-COMPACT_AFTER_DELTAS = 20  # per shard: then the base is rewritten as of the latest instant
 MAX_SHARDS = 1024
-_SHARD_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
 # A file group lives in one partition: entries store the fileId only (1-2 B less per entry) and
 # readers take the partition from the file-system view.
 ENTRY_SCHEMA = pa.schema([("key", pa.string()), ("file_id", pa.string()), ("deleted", pa.bool_())])
 ENTRY_DDL = "key string, file_id string, deleted boolean"
 _SHARD_RESULT = pa.schema([("path", pa.string()), ("entries", pa.int64())])
-LOCATION_DDL = "key string, partition string, file_id string"
 _LOCATION = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
-
-
-def file_id_of(file_name_column):
-    """The fileId part of a base-file name `<fileId>_<token>_<T>.parquet`."""
-    return F.substring_index(file_name_column, "_", 1)
+FilesByShard = Dict[int, List[Tuple[str, str]]]
 
 
 def shards_for(entries: int) -> int:
@@ -59,13 +46,12 @@ def shards_for(entries: int) -> int:
 
 
 def shard_path(shard: int, instant: str, kind: str) -> str:
-    return posixpath.join(INDEX_DIR, f"shard={shard}", f"{instant}.{kind}.parquet")
+    return f"{record_index_shard_dir(shard)}/{index_file_name(instant, kind)}"
 
 
 def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: rows sorted by (shard, key) into one index file per shard (a Spark
-    partition may hold several shards). A delta belongs to a pending instant and gets a
-    marker, so a rollback removes it."""
+    partition may hold several shards)."""
     storage = Storage(base_path)
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
@@ -75,12 +61,9 @@ def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator
     starts = [0] + [i + 1 for i in range(len(shards) - 1) if shards[i] != shards[i + 1]] + [len(shards)]
     for start, end in zip(starts, starts[1:]):
         path = shard_path(int(shards[start]), instant, kind)
-        if kind == "delta":
-            storage.write_bytes(marker_path(instant, path), b"")
-        with storage.open_output(path) as sink:
-            pq.write_table(table.slice(start, end - start).drop_columns(["shard"]).cast(ENTRY_SCHEMA), sink,
-                           compression="zstd", use_dictionary=["file_id"],
-                           column_encoding={"key": "DELTA_BYTE_ARRAY"}, row_group_size=64 * 1024)
+        write_index_file(storage, path, table.slice(start, end - start).drop_columns(["shard"]).cast(ENTRY_SCHEMA),
+                         instant if kind == DELTA else None, use_dictionary=["file_id"],
+                         column_encoding={"key": "DELTA_BYTE_ARRAY"}, row_group_size=64 * 1024)
         yield pa.RecordBatch.from_pylist([{"path": path, "entries": end - start}], schema=_SHARD_RESULT)
 
 
@@ -123,7 +106,7 @@ def live_holders(found: Dict[str, tuple], keys: List[str], live: Dict[str, str])
     return [f if not deleted and f in live else None for f, deleted in holders]
 
 
-def _lookup_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str],
+def _lookup_task(base_path: str, files_by_shard: FilesByShard, live: Dict[str, str],
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the live entries of the keys that arrive (with their shard), reading
     each shard's index files directly."""
@@ -147,70 +130,74 @@ def entries_of(rows: DataFrame) -> DataFrame:
                        file_id_of(F.col(FILE_NAME)).alias("file_id"), F.lit(False).alias("deleted"))
 
 
-class RecordIndex:
-    def __init__(self, spark: SparkSession, storage: Storage):
-        self.spark = spark
-        self.storage = storage
+def shard_column(num_shards: int) -> Callable[[Column], Column]:
+    return lambda key: F.pmod(F.xxhash64(key), F.lit(num_shards)).cast("int")
 
-    def state(self) -> Optional[dict]:
-        if not self.storage.exists(INDEX_STATE):
-            return None
-        return json.loads(self.storage.read_text(INDEX_STATE))
+
+@dataclass(frozen=True)
+class LookupPlan:
+    """How a batch finds its keys: the shard of a key, how many shards, each shard's files."""
+
+    shard_of: Callable[[Column], Column]
+    num_shards: int
+    files_by_shard: FilesByShard
+
+
+class RecordIndex(TableIndex):
+    ROOT = RECORD_INDEX_DIR
 
     @property
     def num_shards(self) -> int:
         return self.state()["num_shards"]
 
-    def shard(self, key_column):
-        return F.pmod(F.xxhash64(key_column), F.lit(self.num_shards)).cast("int")
-
     def _write(self, entries: DataFrame, instant: str, kind: str, num_shards: int) -> Dict[str, int]:
         """Index files written ({path: entries}), one per shard that has entries."""
-        keyed = entries.withColumn("shard", F.pmod(F.xxhash64("key"), F.lit(num_shards)).cast("int"))
+        keyed = entries.withColumn("shard", shard_column(num_shards)(F.col("key")))
         task = functools.partial(_write_shard_task, self.storage.base_path, instant, kind)
         rows = (keyed.repartition(num_shards, "shard").sortWithinPartitions("shard", "key")
                 .mapInArrow(task, "path string, entries long").collect())
         return {r.path: r.entries for r in rows}
 
     def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
-        """Bootstrap from a snapshot (a DataFrame with the meta columns) as of the completed
-        `instant`. The state file is written last: a build that dies is simply redone."""
+        """`num_shards` defaults to one per ENTRIES_PER_SHARD entries."""
         entries = entries_of(snapshot)
         shards = num_shards or shards_for(entries.count())
-        written = sum(self._write(entries, instant, "base", shards).values())
-        state = {"num_shards": shards, "base_instant": instant, "entries_at_build": written}
-        self.storage.write_atomic(INDEX_STATE, json.dumps(state).encode(), TMP_DIR)
+        written = sum(self._write(entries, instant, BASE, shards).values())
+        self.files.write_state({"num_shards": shards, "base_instant": instant, "entries_at_build": written})
         return written
 
-    def write_delta(self, entries: DataFrame, instant: str) -> List[str]:
-        """Changes made by `instant` (key, file_id, deleted), inside its commit;
-        returns the files, which the commit keeps beside its base files."""
-        return sorted(self._write(entries, instant, "delta", self.num_shards))
+    def delta(self, instant: str, change: IndexChange) -> List[str]:
+        """The keys of new file groups and tombstones of deleted keys (rewritten groups keep
+        their keys; replaced groups' entries are not live)."""
+        if not change.inserted and change.removed is None:
+            return []
+        entries = entries_of(self.written_rows(change.inserted))
+        if change.removed is not None:
+            entries = entries.unionByName(change.removed)
+        return sorted(self._write(entries, instant, DELTA, self.num_shards))
 
-    def visible_files(self, completed: List[Instant], as_of: Optional[str] = None) -> Dict[int, List[Tuple[str, str]]]:
+    def visible_files(self, completed: List[Instant], as_of: Optional[str] = None) -> FilesByShard:
         """Per shard, the (instant, path) of the base and the deltas the index at `as_of` reads."""
         state = self.state()
-        done = {i.timestamp for i in completed if as_of is None or i.timestamp <= as_of}
-        out: Dict[int, List[Tuple[str, str]]] = {}
+        done = completed_set(completed, as_of)
+        out: FilesByShard = {}
         for shard in range(state["num_shards"]):
-            folder = posixpath.join(INDEX_DIR, f"shard={shard}")
-            for name in self.storage.list_names(folder):
-                m = _SHARD_FILE.match(name)
-                if not m:
-                    continue
-                instant, kind = m.groups()
-                if (kind == "base" and instant == state["base_instant"]) or (
-                        kind == "delta" and instant > state["base_instant"] and instant in done):
-                    out.setdefault(shard, []).append((instant, posixpath.join(folder, name)))
+            files = self.files.visible(state["base_instant"], done, f"shard={shard}")
+            if files:
+                out[shard] = files
         return out
 
-    def read(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
-        """All live entries (key, partition, file_id) of the snapshot at `as_of` (validation,
-        compaction); a batch's keys are found with `lookup`."""
-        files = [(instant, path) for per_shard in self.visible_files(completed, as_of).values() for instant, path in per_shard]
+    def lookup_plan(self, completed: List[Instant], default_shards: int) -> LookupPlan:
+        """Before the index is built (an empty table) every key is new: `default_shards` shards, no files."""
+        if not self.is_built():
+            return LookupPlan(shard_column(default_shards), default_shards, {})
+        return LookupPlan(shard_column(self.num_shards), self.num_shards, self.visible_files(completed))
+
+    def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
+        files = [path for per_shard in self.visible_files(completed, as_of).values() for _, path in per_shard]
         if not files:
             return self.spark.createDataFrame([], LOCATION_DDL)
-        entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[self.storage.uri(p) for _, p in files])
+        entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[self.storage.uri(p) for p in files])
                    .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
         latest = entries.groupBy("key").agg(F.max_by(F.struct("file_id", "deleted"), "instant").alias("e"))
         live = self.spark.createDataFrame([(g.file_id, g.partition) for g in view.live_groups()],
@@ -222,25 +209,24 @@ class RecordIndex:
         """The live entries (key, partition, file_id) of `keys` (a one-column DataFrame): one
         task per shard with keys reads that shard's files, only the row groups whose key range
         can hold a wanted key, on the executors."""
-        files = self.visible_files(completed)
         live = {g.file_id: g.partition for g in view.live_groups()}
-        task = functools.partial(_lookup_task, self.storage.base_path, files, live)
+        task = functools.partial(_lookup_task, self.storage.base_path, self.visible_files(completed), live)
         shards = self.num_shards
-        probes = keys.toDF("key").select("key", self.shard(F.col("key")).alias("shard"))
+        probes = keys.toDF("key").select("key", shard_column(shards)(F.col("key")).alias("shard"))
         return probes.repartition(shards, "shard").mapInArrow(task, LOCATION_DDL)
 
+    def holders(self, keys: DataFrame, completed: List[Instant], view: FileSystemView) -> Set[str]:
+        if not self.is_built():
+            return set()
+        return {r[0] for r in self.lookup(completed, view, keys).select("file_id").distinct().collect()}
+
     def needs_compaction(self, completed: List[Instant]) -> bool:
-        return any(len(files) - 1 > COMPACT_AFTER_DELTAS for files in self.visible_files(completed).values())
+        return any(has_too_many_deltas(files) for files in self.visible_files(completed).values())
 
     def compact(self, completed: List[Instant], view: FileSystemView) -> None:
-        """Fold the deltas into new base files as of the latest completed instant (the RFC-8
-        base-plus-log compaction); the files it supersedes are deleted once it is published."""
+        """The RFC-8 base-plus-log compaction, on the executors."""
         instant = max(i.timestamp for i in completed)
         superseded = [p for files in self.visible_files(completed).values() for _, p in files]
-        entries = self.read(completed, view).select("key", "file_id", F.lit(False).alias("deleted"))
-        self._write(entries, instant, "base", self.num_shards)
-        state = dict(self.state(), base_instant=instant)
-        self.storage.write_atomic(INDEX_STATE, json.dumps(state).encode(), TMP_DIR)
-        for path in superseded:
-            if not path.endswith(f"{instant}.base.parquet"):
-                self.storage.delete_file(path)
+        entries = self.entries(completed, view).select("key", "file_id", F.lit(False).alias("deleted"))
+        self._write(entries, instant, BASE, self.num_shards)
+        self.files.finish_compaction(dict(self.state(), base_instant=instant), superseded)

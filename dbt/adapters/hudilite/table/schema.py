@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+
 from pyspark.sql import types as T
+
+from .errors import SchemaError
 
 COMMIT_TIME = "_hoodie_commit_time"
 COMMIT_SEQNO = "_hoodie_commit_seqno"
@@ -20,13 +23,10 @@ META_COLUMNS = (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME
 META_SCHEMA = T.StructType([T.StructField(c, T.StringType(), True) for c in META_COLUMNS])
 
 
-class SchemaError(ValueError):
-    pass
-
-
-def quote(name: str) -> str:
-    """A column name for Spark SQL expressions and `F.col`, backticks escaped."""
-    return "`" + name.replace("`", "``") + "`"
+def quote(*parts: str) -> str:
+    """A name for Spark SQL and `F.col`, each part backticked with backticks doubled:
+    `quote("a")` is a column, `quote(schema, table)` a table."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
 
 
 def with_meta_columns(data_schema: T.StructType) -> T.StructType:
@@ -97,21 +97,21 @@ def _avro_record(schema: T.StructType, name: str, namespace: str) -> dict:
     return {"type": "record", "name": name, "namespace": namespace, "fields": fields}
 
 
+_PRIMITIVE_AVRO_TYPES = (
+    ((T.StringType, T.VarcharType, T.CharType), "string"),
+    ((T.ByteType, T.ShortType, T.IntegerType), "int"),
+    (T.LongType, "long"),
+    (T.FloatType, "float"),
+    (T.DoubleType, "double"),
+    (T.BooleanType, "boolean"),
+    (T.BinaryType, "bytes"),
+)
+
+
 def _avro_type(dtype: T.DataType, name: str, namespace: str):
-    if isinstance(dtype, (T.StringType, T.VarcharType, T.CharType)):
-        return "string"
-    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType)):
-        return "int"
-    if isinstance(dtype, T.LongType):
-        return "long"
-    if isinstance(dtype, T.FloatType):
-        return "float"
-    if isinstance(dtype, T.DoubleType):
-        return "double"
-    if isinstance(dtype, T.BooleanType):
-        return "boolean"
-    if isinstance(dtype, T.BinaryType):
-        return "bytes"
+    for spark_types, avro in _PRIMITIVE_AVRO_TYPES:
+        if isinstance(dtype, spark_types):
+            return avro
     if isinstance(dtype, T.DateType):
         return {"type": "int", "logicalType": "date"}
     if isinstance(dtype, T.TimestampNTZType):

@@ -22,17 +22,11 @@ from .instant import (
     parse_instant_file_name,
     to_instant_time,
 )
+from .errors import TimelineError
+from .layout import HOODIE_DIR, TMP_DIR
 from .storage import Storage
 
-HOODIE_DIR = ".hoodie"
-PRIVATE_DIR = ".hoodie/.hudilite"  # hudilite's own state; Hudi readers ignore it
-TMP_DIR = PRIVATE_DIR + "/tmp"
-
 _STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
-
-
-class TimelineError(ValueError):
-    pass
 
 
 class Timeline:

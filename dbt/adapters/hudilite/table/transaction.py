@@ -15,45 +15,32 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
 import socket
 import threading
 import time
 from typing import Iterable, List, Optional, Set
 
 from .commit import CommitMetadata
+from .errors import ConcurrentWriteError, CorruptTableError
 from .instant import INFLIGHT, Instant, next_instant_time
+from .layout import WRITERS_DIR, markers_dir, writer_instant, writer_path
 from .storage import Storage
-from .timeline import PRIVATE_DIR, Timeline
-
-WRITERS_DIR = PRIVATE_DIR + "/writers"
-MARKERS_DIR = PRIVATE_DIR + "/markers"
+from .timeline import Timeline
 HEARTBEAT_INTERVAL_S = 5.0
 HEARTBEAT_TIMEOUT_S = 60.0
 
 _active_in_this_process: Set[str] = set()
 
 
-class ConcurrentWriteError(RuntimeError):
-    pass
-
-
-def marker_path(instant: str, file_path: str) -> str:
-    return posixpath.join(MARKERS_DIR, instant, file_path + ".marker")
-
 
 def marked_files(storage: Storage, instant: str) -> List[str]:
     """Data files (relative paths) that tasks of `instant` started to write."""
-    root = posixpath.join(MARKERS_DIR, instant)
+    root = markers_dir(instant)
     return sorted(p[: -len(".marker")] for p in storage.list_files_recursive(root) if p.endswith(".marker"))
 
 
-def writer_path(instant: str) -> str:
-    return posixpath.join(WRITERS_DIR, instant + ".json")
-
-
 def claimed_instants(storage: Storage) -> List[str]:
-    return sorted(n[: -len(".json")] for n in storage.list_names(WRITERS_DIR) if n.endswith(".json"))
+    return sorted(filter(None, (writer_instant(n) for n in storage.list_names(WRITERS_DIR))))
 
 
 def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
@@ -84,7 +71,7 @@ def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
     that dies half-way is simply run again by the next writer."""
     for path in marked_files(storage, instant.timestamp):
         storage.delete_file(path)
-    storage.delete_dir(posixpath.join(MARKERS_DIR, instant.timestamp))
+    storage.delete_dir(markers_dir(instant.timestamp))
     timeline.delete_pending(instant)
     # The claim stays as a tombstone so the instant time is never handed out again.
     storage.write_bytes(writer_path(instant.timestamp), json.dumps({"state": "rolled_back"}).encode())
@@ -151,7 +138,7 @@ class WriteTransaction:
                 self.storage.delete_file(path)
         missing = [p for p in sorted(reported) if not self.storage.exists(p)]
         if missing:
-            raise RuntimeError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
+            raise CorruptTableError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
         self.timeline.complete(self.instant, self.action, metadata)
         self.completed = True
 
@@ -161,7 +148,7 @@ class WriteTransaction:
             self._heartbeat.join()
         try:
             if self.completed:
-                self.storage.delete_dir(posixpath.join(MARKERS_DIR, self.instant))
+                self.storage.delete_dir(markers_dir(self.instant))
                 self.storage.delete_file(writer_path(self.instant))
             else:
                 rollback(self.storage, self.timeline, Instant(self.instant, self.action, INFLIGHT))

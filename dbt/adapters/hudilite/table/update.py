@@ -6,8 +6,9 @@ find them (a WHERE clause can name any column); only the file groups with a matc
 again and rewritten as new slices of the same fileId (Copy-On-Write). Unmatched rows keep
 their commit time and seqno; updated rows get the instant's.
 
-A condition is a function from the stored rows (a DataFrame aliased `DBT_INTERNAL_DEST`, so
-dbt-style predicates resolve) to the same rows with a boolean `MATCHED` column.
+A condition is a function from the stored rows (a DataFrame, aliased as the caller asks so
+that its predicates resolve: dbt says `DBT_INTERNAL_DEST`) to the same rows with a boolean
+`MATCHED` column.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.errors import AnalysisException, ParseException
 
-from .record_index import file_id_of
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, SchemaError, quote
+from .commit import DELETE, INSERT, UPSERT, WriteStat
+from .context import EVOLVE, TableContext
+from .errors import SchemaError
+from .index import IndexChange, file_id_of
+from .instant import COMMIT
+from .rows import FILE_ID, REWRITE
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, quote
+from .writer import rewrite_task, run_write_job, write_empty_slice, write_stat
 
 MATCHED = "_hudilite_matched"
-FILE_ID = "_hudilite_file_id"
-DEST_ALIAS = "DBT_INTERNAL_DEST"
 Marker = Callable[[DataFrame], DataFrame]
 
 
@@ -63,12 +68,14 @@ def accepted_by(predicates: Sequence[str]) -> Column:
 
 def keys_rejected_by(stored: DataFrame, predicates: Sequence[str], table: str) -> DataFrame:
     """Record keys of the stored rows some predicate rejects (merge: rows that may not match)."""
-    return _analysed(lambda: as_dest(stored).where(~accepted_by(predicates)).select(RECORD_KEY), table,
+    return _analysed(lambda: stored.where(~accepted_by(predicates)).select(RECORD_KEY), table,
                      f"incremental predicates {list(predicates)}")
 
 
-def as_dest(stored: DataFrame) -> DataFrame:
-    return stored.alias(DEST_ALIAS)
+def stored_rows(stored: DataFrame, alias: Optional[str]) -> DataFrame:
+    """The stored rows under the name predicates use for them, with their file group."""
+    stored = stored.withColumn(FILE_ID, file_id_of(F.col(FILE_NAME)))
+    return stored.alias(alias) if alias else stored
 
 
 def _analysed(build: Callable[[], DataFrame], table: str, what: str) -> DataFrame:
@@ -78,10 +85,6 @@ def _analysed(build: Callable[[], DataFrame], table: str, what: str) -> DataFram
     except (AnalysisException, ParseException) as err:
         reason = str(err).strip().splitlines()[0]
         raise SchemaError(f"table {table}: {what} is not valid here: {reason}") from None
-
-
-def with_file_id(stored: DataFrame) -> DataFrame:
-    return stored.withColumn(FILE_ID, file_id_of(F.col(FILE_NAME)))
 
 
 def matches_per_file_group(marked: DataFrame) -> List[Tuple[str, int]]:
@@ -109,7 +112,7 @@ def check_assignments(assignments: Dict[str, str], data_schema: T.StructType, fi
 
 def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Optional[Dict[str, Tuple[str, str, Column]]],
                delete: bool, num_file_groups: int, table: str) -> DataFrame:
-    """The new content of the file groups in `marked`, laid out for `writer.rewrite_task`:
+    """The new content of the file groups in `marked`, in the `rows.REWRITE` layout:
     matched rows deleted or updated, the rest as they were. Columns the stored rows lack
     (the table schema grew) are null."""
     present = {c.lower(): c for c in marked.columns}
@@ -124,11 +127,10 @@ def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Option
     rows = marked.where(~matched) if delete else marked
     changed = F.lit(False) if delete else matched
     null = F.lit(None).cast("string")
-    out = _analysed(lambda: rows.select(
-        F.col(FILE_ID), F.when(changed, null).otherwise(F.col(COMMIT_TIME)).alias(COMMIT_TIME),
-        F.when(changed, null).otherwise(F.col(COMMIT_SEQNO)).alias(COMMIT_SEQNO),
-        F.col(RECORD_KEY), F.col(PARTITION_PATH), *data,
-    ), table, "update set " + ", ".join(f"{name} = {text}" for name, text, _ in (assignments or {}).values()))
+    meta = {FILE_ID: F.col(FILE_ID), COMMIT_TIME: F.when(changed, null).otherwise(F.col(COMMIT_TIME)),
+            COMMIT_SEQNO: F.when(changed, null).otherwise(F.col(COMMIT_SEQNO)),
+            RECORD_KEY: F.col(RECORD_KEY), PARTITION_PATH: F.col(PARTITION_PATH)}
+    out = _analysed(lambda: rows.select(*REWRITE.select(meta, data)), table, "update set " + ", ".join(f"{name} = {text}" for name, text, _ in (assignments or {}).values()))
     return out.repartition(max(1, min(num_file_groups, 200)), FILE_ID).sortWithinPartitions(FILE_ID, RECORD_KEY)
 
 
@@ -136,3 +138,83 @@ def deleted_entries(marked: DataFrame) -> DataFrame:
     """Index tombstones for the matched (deleted) rows."""
     return marked.where(F.col(MATCHED)).select(F.col(RECORD_KEY).alias("key"), F.col(FILE_ID).alias("file_id"),
                                                F.lit(True).alias("deleted"))
+
+
+# ---- the operations ------------------------------------------------------------------------
+def update(ctx: TableContext, assignments: Dict[str, str], where: Optional[str]) -> Optional[str]:
+    """See `HudiTable.update`."""
+    data_schema = ctx.existing_schema()
+    values = check_assignments(assignments, data_schema, ctx.config.record_key_fields + ctx.config.partition_fields,
+                               ctx.name)
+    return rewrite_matching(ctx, where_marker(where, ctx.name), UPSERT, data_schema, assignments=values)
+
+
+def delete_where(ctx: TableContext, where: str) -> Optional[str]:
+    """See `HudiTable.delete_where`."""
+    return rewrite_matching(ctx, where_marker(where, ctx.name), DELETE, ctx.existing_schema(), delete=True)
+
+
+def delete_insert(ctx: TableContext, df: DataFrame, key_columns: Sequence[str], predicates: Sequence[str],
+                  predicate_alias: Optional[str]) -> str:
+    """See `HudiTable.delete_insert`."""
+    if not ctx.config.auto_keys:
+        raise ctx.error("delete+insert would duplicate its record keys; use upsert")
+    data_schema = ctx.schema_after(df, EVOLVE)
+    return rewrite_matching(ctx, key_marker(df, key_columns, predicates, ctx.name), INSERT, data_schema,
+                            delete=True, inserts=df, alias=predicate_alias)
+
+
+def delete_auto_keys(ctx: TableContext, keys: DataFrame) -> Optional[str]:
+    """Delete by `_hoodie_record_key` on an auto-keyed table: only the file groups whose key
+    runs hold a wanted key are read."""
+    if RECORD_KEY not in keys.columns and len(keys.columns) != 1:
+        raise ctx.error(f"its keys are auto-generated: delete takes one column of {RECORD_KEY} values "
+                        f"(got {', '.join(keys.columns)})")
+    keys = keys.select((F.col(RECORD_KEY) if RECORD_KEY in keys.columns else F.col(quote(keys.columns[0])))
+                       .alias(RECORD_KEY))
+    ctx.ensure_index()
+    return rewrite_matching(ctx, key_marker(keys, [RECORD_KEY], (), ctx.name), DELETE, ctx.existing_schema(),
+                            delete=True, candidates=keys)
+
+
+def rewrite_matching(ctx: TableContext, mark: Marker, operation: str, data_schema: T.StructType,
+                     assignments: Optional[Dict[str, Tuple[str, str, Column]]] = None, delete: bool = False,
+                     inserts: Optional[DataFrame] = None, candidates: Optional[DataFrame] = None,
+                     alias: Optional[str] = None) -> Optional[str]:
+    """One commit: the file groups holding rows `mark` matches get new slices (matched rows
+    updated or deleted), then `inserts` are written as new file groups. With `candidates`
+    (record keys), only the file groups the index says hold one of them are scanned."""
+    with ctx.transaction(COMMIT) as txn:
+        view = ctx.timeline.view()
+        current = {g.file_id: g for g in view.live_groups()}
+
+        def marked(groups) -> DataFrame:
+            return mark(stored_rows(ctx.read_files([current[f].latest for f in groups]), alias))
+
+        if candidates is not None:
+            scanned = sorted(ctx.index.holders(candidates, ctx.timeline.completed(), view))
+        else:
+            scanned = sorted(current)
+        touched = dict(matches_per_file_group(marked(scanned))) if scanned else {}
+        if not touched and inserts is None:
+            return None  # nothing to do: the transaction rolls its empty instant back
+        spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched},
+                              deletes_per_file_group=touched if delete else {})
+        stats: List[WriteStat] = []
+        change = IndexChange()
+        if touched:
+            rewritten = marked(sorted(touched))
+            stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, len(touched), ctx.name), spec,
+                                   task=rewrite_task)
+            arrow_schema = ctx.arrow_schema(data_schema)
+            for file_id in sorted(set(touched) - {s.fileId for s in stats}):
+                stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
+            if delete:
+                change.removed = deleted_entries(rewritten)
+        if inserts is not None:
+            change.inserted = run_write_job(ctx.rows_for_writer(inserts, data_schema), spec)
+            stats += change.inserted
+        change.written = stats
+        ctx.commit(txn, operation, data_schema, stats, ctx.index_delta(txn.instant, change))
+    ctx.after_commit()
+    return txn.instant

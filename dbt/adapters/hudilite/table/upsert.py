@@ -5,7 +5,7 @@
    precombine value wins; without a precombine field they are flagged, and the driver raises
    an error naming the key), looks its keys up in that shard's index files and tags each row
    with the file group holding the key now, if any.
-3. Each touched file group is rewritten by one task (`writer.merge_task`) that reads its
+3. Each touched file group is rewritten by one task (`merge_task`) that reads its
    latest slice and merges the batch's rows in Arrow (`merge_slice`): unchanged rows keep
    their commit time and seqno, updated rows get this instant's, deleted and moved-away rows
    are left out, and an incoming row older than the stored one (by the precombine field)
@@ -23,14 +23,24 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .commit import DELETE
+from .context import EVOLVE, TableContext
+from .errors import DataError
+from .file_group import FileGroup
+from .index import IndexChange
+from .instant import COMMIT
 from .keygen import partition_path, record_key
-from .record_index import latest_entries, live_holders
-from .schema import COMMIT_SEQNO, COMMIT_TIME, PARTITION_PATH, RECORD_KEY, quote
+from .record_index import LookupPlan, RecordIndex, latest_entries, live_holders
+from .rows import SLICE
+from .schema import PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
+from .update import keys_rejected_by
+from .writer import ARROW_BATCH_ROWS, NewSlice, WriteSpec, grouped_by_file_group, run_write_job, write_slices
 
 IS_DELETED = "_hoodie_is_deleted"
 OLD_PARTITION = "_hudilite_old_partition"
@@ -59,11 +69,10 @@ def tagged_schema(batch_schema: T.StructType) -> T.StructType:
     return T.StructType(list(batch_schema.fields) + extra)
 
 
-def tag(batch: DataFrame, shard_of, num_partitions: int, base_path: str,
-        files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str], precombine: Optional[str]) -> DataFrame:
+def tag(batch: DataFrame, plan: LookupPlan, base_path: str, live: Dict[str, str], precombine: Optional[str]) -> DataFrame:
     """The batch, one row per key, tagged with where each key lives now (see `tag_task`)."""
-    task = functools.partial(tag_task, base_path, files_by_shard, live, precombine)
-    sharded = batch.withColumn(SHARD, shard_of(F.col(RECORD_KEY))).repartition(num_partitions, SHARD)
+    task = functools.partial(tag_task, base_path, plan.files_by_shard, live, precombine)
+    sharded = batch.withColumn(SHARD, plan.shard_of(F.col(RECORD_KEY))).repartition(plan.num_shards, SHARD)
     return sharded.mapInArrow(task, tagged_schema(batch.schema))
 
 
@@ -112,12 +121,12 @@ def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], l
         yield from tagged.to_batches()
 
 
-def leaving():
+def is_leaving():
     """A stored row leaves its file group: deleted, or moved to another partition."""
     return F.col(IS_DELETED) | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION))
 
 
-def arriving():
+def is_arriving():
     """A row goes to a new file group: a new key, or one that moved to another partition."""
     return ~F.col(IS_DELETED) & (F.col(OLD_FILE_ID).isNull() | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION)))
 
@@ -126,9 +135,9 @@ def summarize(tagged: DataFrame) -> Tuple[Dict[str, int], Optional[str], int]:
     """({fileId: rows deleted or moved out} for every touched file group, a duplicated key,
     the number of rows for new file groups)."""
     rows = tagged.groupBy(OLD_FILE_ID).agg(
-        F.sum(F.when(F.col(OLD_FILE_ID).isNotNull() & leaving(), 1).otherwise(0)).alias("leaving"),
+        F.sum(F.when(F.col(OLD_FILE_ID).isNotNull() & is_leaving(), 1).otherwise(0)).alias("leaving"),
         F.min(F.when(F.col(DUPLICATE), F.col(RECORD_KEY))).alias("duplicate"),
-        F.sum(arriving().cast("long")).alias("arriving"),
+        F.sum(is_arriving().cast("long")).alias("arriving"),
     ).collect()
     duplicates = sorted(r.duplicate for r in rows if r.duplicate is not None)
     return ({r[0]: r.leaving for r in rows if r[0] is not None}, (duplicates[0] if duplicates else None),
@@ -137,8 +146,8 @@ def summarize(tagged: DataFrame) -> Tuple[Dict[str, int], Optional[str], int]:
 
 def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names: Sequence[str],
                 precombine: Optional[str], update_columns: Optional[Sequence[str]]) -> Tuple[pa.Table, int, int]:
-    """A file group's new slice: (rows as commit time, seqno, key, partition, data columns,
-    with a null commit time for changed rows; rows changed; rows deleted or moved out).
+    """A file group's new slice: (its rows in the `rows.SLICE` layout, with a null commit time
+    for changed rows; rows changed; rows deleted or moved out).
     `stored` is its latest slice, `incoming` the batch rows tagged with it (one per key)."""
     stored_keys = stored.column(RECORD_KEY)
     deleted = pc.or_(incoming.column(IS_DELETED), pc.not_equal(incoming.column(PARTITION_PATH), pa.scalar(partition)))
@@ -155,8 +164,7 @@ def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names
     n = in_place.num_rows
     nulls = pa.nulls(n, pa.string())
     changed = pa.table([nulls, nulls, in_place.column(RECORD_KEY), in_place.column(PARTITION_PATH)]
-                       + [in_place.column(c) for c in data_names],
-                       names=[COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH] + list(data_names))
+                       + [in_place.column(c) for c in data_names], names=list(SLICE.meta) + list(data_names))
     # Stored slices may predate a column (null) or a widened type (cast to the table's).
     stored_column = lambda table, c: (table.column(c).cast(changed.schema.field(c).type) if c in table.column_names  # noqa: E731
                                       else pa.nulls(table.num_rows, changed.schema.field(c).type))
@@ -170,6 +178,27 @@ def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names
     return merged.sort_by(RECORD_KEY), n, removed
 
 
+
+def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
+               update_columns: Optional[List[str]], spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: the batch's rows of touched file groups arrive tagged and grouped by file
+    group; each group's latest slice (`slices`: fileId -> (path, partition)) is read here and
+    merged with them (`merge_slice`) into a new slice of the same fileId."""
+    storage = Storage(spec.base_path)
+
+    def merged_slices() -> Iterator[NewSlice]:
+        for file_id, parts in grouped_by_file_group(batches, OLD_FILE_ID):
+            path, partition = slices[file_id]
+            with storage.open_input(path) as source:
+                stored = pq.read_table(source)
+            merged, _, removed = merge_slice(stored, pa.Table.from_batches(list(parts)), partition, data_names,
+                                             precombine, update_columns)
+            # A group whose every row left still gets a (empty) new slice: its old one must go.
+            batches_out = merged.to_batches(ARROW_BATCH_ROWS) or [pa.RecordBatch.from_pylist([], schema=merged.schema)]
+            yield NewSlice(file_id, partition, removed, batches_out)
+
+    return write_slices(spec, merged_slices())
+
 # Up to this many new rows go to one file group per partition (one task per partition path)
 # instead of one per partition and shard: fewer, larger file groups from small upserts.
 GROUPED_INSERT_ROWS = 1_000_000
@@ -177,7 +206,7 @@ GROUPED_INSERT_ROWS = 1_000_000
 
 def new_rows(tagged: DataFrame, data_schema: T.StructType, count: int) -> DataFrame:
     """Rows for new file groups: new keys, and keys that moved to another partition."""
-    rows = tagged.where(arriving())
+    rows = tagged.where(is_arriving())
     if count <= GROUPED_INSERT_ROWS:
         rows = rows.repartition(PARTITION_PATH)
     return rows.select(*[F.col(quote(f.name)) for f in data_schema.fields])
@@ -187,3 +216,69 @@ def tombstones(tagged: DataFrame) -> DataFrame:
     """Index entries removing deleted keys (a moved key's new entry replaces its old one)."""
     gone = tagged.where(F.col(OLD_FILE_ID).isNotNull() & F.col(IS_DELETED))
     return gone.select(F.col(RECORD_KEY).alias("key"), F.col(OLD_FILE_ID).alias("file_id"), F.lit(True).alias("deleted"))
+
+
+def delete(ctx: TableContext, keys: DataFrame) -> str:
+    """See `HudiTable.delete`: an upsert of the keys flagged deleted."""
+    current = ctx.schema() or T.StructType([])
+    present = {c.lower() for c in keys.columns}
+    filled = keys.select(*[F.col(quote(c)) for c in keys.columns],
+                         *[F.lit(None).cast(f.dataType).alias(f.name) for f in current.fields
+                           if f.name.lower() not in present])
+    return upsert(ctx, filled.withColumn(IS_DELETED, F.lit(True)), DELETE, None, (), None, EVOLVE)
+
+
+def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Optional[List[str]],
+           predicates: Sequence[str], predicate_alias: Optional[str], mode: str) -> str:
+    """See `HudiTable.upsert`: one commit, only the touched file groups rewritten."""
+    if not ctx.config.record_key_fields:
+        raise ctx.error("upsert and delete need a record key; this table's keys are auto-generated "
+                        "(create it with record_key=...)")
+    data_schema = ctx.schema_after(df.drop(IS_DELETED), mode)
+    index: RecordIndex = ctx.index
+    ctx.ensure_index()
+    with ctx.transaction(COMMIT) as txn:
+        view = ctx.timeline.view()
+        batch = keyed_batch(df, data_schema, ctx.config.record_key_fields, ctx.config.partition_fields,
+                            ctx.config.hive_style_partitioning, ctx.name)
+        plan = index.lookup_plan(ctx.timeline.completed(), int(ctx.spark.conf.get("spark.sql.shuffle.partitions")))
+        current = {g.file_id: g for g in view.live_groups()}
+        tagged = tag(batch, plan, ctx.storage.base_path, {f: g.partition for f, g in current.items()},
+                     ctx.config.precombine_field)
+        if predicates:
+            tagged = tagged.join(_keys_rejected_by(ctx, tagged, current, predicates, predicate_alias), RECORD_KEY,
+                                 "left_anti")
+        tagged = tagged.persist()
+        try:
+            touched, duplicate, arriving_rows = summarize(tagged)
+            if duplicate is not None:
+                raise DataError(f"table {ctx.name}: the new rows hold record key '{duplicate}' more than once; "
+                                "set a precombine field to choose between them")
+            spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
+            stats = []
+            if touched:
+                slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
+                merge = functools.partial(merge_task, slices, [f.name for f in data_schema.fields],
+                                          ctx.config.precombine_field, update_columns)
+                rows = (tagged.where(F.col(OLD_FILE_ID).isNotNull())
+                        .repartition(max(1, min(len(touched), 200)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
+                stats += run_write_job(rows, spec, task=merge)
+            inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, arriving_rows), data_schema), spec)
+            stats += inserted
+            index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
+                                                                   removed=tombstones(tagged)))
+        finally:
+            tagged.unpersist()
+        ctx.commit(txn, operation, data_schema, stats, index_files)
+    if not index.is_built():  # the table's first rows came through upsert
+        ctx.build_index()
+    ctx.after_commit()
+    return txn.instant
+
+
+def _keys_rejected_by(ctx: TableContext, tagged: DataFrame, current: Dict[str, FileGroup], predicates: Sequence[str],
+                      alias: Optional[str]) -> DataFrame:
+    """Keys of the batch whose stored rows the predicates keep from matching."""
+    holders = {r[0] for r in tagged.where(F.col(OLD_FILE_ID).isNotNull()).select(OLD_FILE_ID).distinct().collect()}
+    stored = ctx.read_files([current[f].latest for f in sorted(holders)])
+    return keys_rejected_by(stored.alias(alias) if alias else stored, predicates, ctx.name)

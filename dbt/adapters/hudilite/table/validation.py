@@ -12,9 +12,9 @@ from typing import Dict, Iterable, List, Set, Tuple
 from .commit import CommitMetadata
 from .file_group import parse_base_file_name
 from .instant import Instant
+from .layout import PARTITION_METADATA, is_hoodie_path
 
 REQUIRED_PROPERTIES = ("hoodie.table.name", "hoodie.table.type", "hoodie.table.version", "hoodie.timeline.layout.version")
-PARTITION_METADATA = ".hoodie_partition_metadata"
 
 
 def check_table(properties: Dict[str, str], commits: List[Tuple[Instant, CommitMetadata]],
@@ -81,4 +81,4 @@ def check_table(properties: Dict[str, str], commits: List[Tuple[Instant, CommitM
 
 
 def files_outside_hoodie(listing: Iterable[Tuple[str, int]]) -> Dict[str, int]:
-    return {path: size for path, size in listing if not path.startswith(".hoodie/")}
+    return {path: size for path, size in listing if not is_hoodie_path(path)}

@@ -1,19 +1,21 @@
 """The executor side of a write: each Spark task writes its own base files.
 
-`write_task` runs inside `mapInArrow`. Its rows arrive as the row's index in its task, the
-record key (unless keys are auto-generated), the partition path, then the data columns,
-grouped by partition path. The task makes the other meta columns itself: the commit time and
-file name are constants, the seqno (and an auto key) is built from the row index. It writes one file group per partition path (rolling over to a
-new one at the size limit), each file after its marker, and returns one write-stat row per
-file. The driver collects those rows; no data crosses back.
+The tasks run inside `mapInArrow` and know nothing of the operation that feeds them:
+`write_task` writes new file groups from rows in the insert layout, grouped by partition path
+(one file group per partition path, rolling over at the size limit); `write_slices` writes new
+slices of existing file groups, fed by `rewrite_task` (rows that SQL UPDATE or DELETE computed)
+or by the upsert's merge task. Row layouts are in `rows`. A task makes the meta columns it does
+not receive: the commit time and file name are constants, the seqno (and an auto key) comes
+from the row's number in the task. Each file is written after its marker; each task returns one
+write-stat row per file, and no data crosses back to the driver.
 """
 
 from __future__ import annotations
 
 import functools
-import posixpath
+import itertools
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,12 +24,10 @@ import pyarrow.parquet as pq
 from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, relative_file_path, write_token
 from .keygen import row_numbers, seqno_array
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from .layout import TMP_DIR, marker_path, partition_metadata_path
+from .rows import FILE_ID, REWRITE, SLICE, insert_layout
+from .schema import COMMIT_SEQNO, COMMIT_TIME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from .storage import Storage
-from .timeline import TMP_DIR
-from .transaction import marker_path
-
-PARTITION_METADATA = ".hoodie_partition_metadata"
 
 STATS_DDL = (
     "partition_path string, file_id string, path string, prev_commit string, num_writes long, "
@@ -38,7 +38,6 @@ STATS_DDL = (
 # they cost a fraction of a byte each (dictionary encoding costs several).
 DELTA_ENCODED = (RECORD_KEY, COMMIT_SEQNO)
 ARROW_BATCH_ROWS = 100_000
-ROW_INDEX = "_hudilite_row_index"  # shipped to the writer, not written
 
 
 @dataclass(frozen=True)
@@ -75,13 +74,13 @@ class _OpenBaseFile:
     """One base file being written: buffers batches into large row groups."""
 
     def __init__(self, spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
-                 file_id: Optional[str] = None, prev_commit: Optional[str] = None):
+                 file_id: Optional[str] = None, prev_commit: Optional[str] = None, deletes: int = 0):
         self.spec, self.storage, self.partition = spec, storage, partition
         self.file_id = file_id or new_file_id()
         self.prev_commit = prev_commit
         self.name = base_file_name(self.file_id, token, spec.instant)
         self.path = relative_file_path(partition, self.name)
-        meta = [pa.field(name, pa.string()) for name in (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)]
+        meta = [pa.field(name, pa.string()) for name in META_COLUMNS]
         self.schema = pa.schema(meta + data_fields)
         self.file_name_value = pa.scalar(self.name, pa.string())
         _ensure_partition_metadata(storage, partition, spec)
@@ -93,11 +92,13 @@ class _OpenBaseFile:
         self.rows = 0
         self.changed_rows = 0
         self.bytes_in = 0
-        self.deletes = spec.deletes_per_file_group.get(self.file_id, 0)
+        self.deletes = deletes
 
     def add(self, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
             data: List[pa.Array], changed_rows: int) -> None:
         """Rows with their first four meta columns made; the file name is this file's."""
+        if len(key) == 0:  # an emptied file group's slice: no row group at all
+            return
         batch = pa.RecordBatch.from_arrays(
             [commit_time, seqno, key, partition, pa.repeat(self.file_name_value, len(key))] + data, schema=self.schema
         )
@@ -134,13 +135,9 @@ class _OpenBaseFile:
 
 
 def _ensure_partition_metadata(storage: Storage, partition: str, spec: WriteSpec) -> None:
-    path = posixpath.join(partition, PARTITION_METADATA) if partition else PARTITION_METADATA
+    path = partition_metadata_path(partition)
     if not storage.exists(path):
         storage.write_atomic(path, partition_metadata_text(spec.instant, spec.partition_depth).encode(), TMP_DIR)
-
-
-def _partition_column(spec: WriteSpec) -> int:
-    return 1 if spec.auto_keys else 2
 
 
 def _runs(batch: pa.RecordBatch, column: int) -> Iterator[Tuple[str, pa.RecordBatch]]:
@@ -170,11 +167,12 @@ def _finish(spec: WriteSpec, task_partition: int, attempt: int, stats: List[dict
 
 
 def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """New file groups: one per partition path the task meets (rolled over at the size limit)."""
+    """New file groups from rows in the insert layout (`rows.insert_layout`): one per
+    partition path the task meets, rolled over at the size limit."""
     task_partition, attempt, token = _task_context(spec)
+    layout = insert_layout(spec.auto_keys)
     storage = Storage(spec.base_path)
     stats: List[dict] = []
-    first_data = _partition_column(spec) + 1
     commit_time = pa.scalar(spec.instant, pa.string())
     current: Optional[_OpenBaseFile] = None
     written = 0  # rows are numbered in the order they are written (see keygen)
@@ -182,17 +180,19 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            for partition, rows in _runs(batch, first_data - 1) if spec.partitioned else [("", batch)]:
+            layout.check(batch.schema)
+            partitions = _runs(batch, layout.meta.index(PARTITION_PATH)) if spec.partitioned else [("", batch)]
+            for partition, rows in partitions:
                 if current is not None and (current.partition != partition or current.full):
                     stats.append(current.close())
                     current = None
                 if current is None:
-                    current = _OpenBaseFile(spec, storage, token, partition, list(rows.schema)[first_data:])
+                    current = _OpenBaseFile(spec, storage, token, partition, layout.data_fields(rows.schema))
                 seqno = seqno_array(spec.instant, task_partition, row_numbers(written, rows.num_rows))
                 written += rows.num_rows
-                key = seqno if spec.auto_keys else rows.column(1)
-                current.add(pa.repeat(commit_time, rows.num_rows), seqno, key, rows.column(first_data - 1),
-                            rows.columns[first_data:], rows.num_rows)
+                key = seqno if spec.auto_keys else layout.meta_column(rows, RECORD_KEY)
+                current.add(pa.repeat(commit_time, rows.num_rows), seqno, key, layout.meta_column(rows, PARTITION_PATH),
+                            layout.data(rows), rows.num_rows)
         if current is not None:
             stats.append(current.close())
             current = None
@@ -202,100 +202,77 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     yield from _finish(spec, task_partition, attempt, stats)
 
 
-# Rows of `rewrite_task` arrive grouped by file group as: file id, commit time and seqno (null
-# for a changed row, kept for an unchanged one), record key, partition path, data columns.
-REWRITE_META = 5
+@dataclass
+class NewSlice:
+    """The rows of one new slice of an existing file group, in the `rows.SLICE` layout."""
+
+    file_id: str
+    partition: str
+    deletes: int  # rows the slice drops (deleted, or moved to another partition)
+    batches: Iterable[pa.RecordBatch]
 
 
-class _SliceRows:
-    """Adds rows to new slices of existing file groups: a changed row (null commit time) gets
-    this instant's commit time and a new seqno numbered within the task."""
+def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.RecordBatch]:
+    """Executor side, Copy-On-Write: each slice becomes a base file of the same fileId at this
+    instant. A changed row (null commit time) gets this instant's commit time and a new seqno
+    numbered within the task; an unchanged one keeps both."""
+    task_partition, attempt, token = _task_context(spec)
+    storage = Storage(spec.base_path)
+    stats: List[dict] = []
+    commit_time = pa.scalar(spec.instant, pa.string())
+    written = 0
+    for new_slice in slices:
+        out: Optional[_OpenBaseFile] = None
+        try:
+            for rows in new_slice.batches:
+                SLICE.check(rows.schema)
+                if out is None:
+                    out = _OpenBaseFile(spec, storage, token, new_slice.partition, SLICE.data_fields(rows.schema),
+                                        new_slice.file_id, spec.prev_commits[new_slice.file_id], new_slice.deletes)
+                stored_time = SLICE.meta_column(rows, COMMIT_TIME)
+                changed = pc.is_null(stored_time)
+                seqno = seqno_array(spec.instant, task_partition, row_numbers(written, rows.num_rows))
+                written += rows.num_rows
+                out.add(pc.if_else(changed, commit_time, stored_time),
+                        pc.if_else(changed, seqno, SLICE.meta_column(rows, COMMIT_SEQNO)),
+                        SLICE.meta_column(rows, RECORD_KEY), SLICE.meta_column(rows, PARTITION_PATH),
+                        SLICE.data(rows), pc.sum(changed).as_py() or 0)
+        except BaseException:  # the marker stays: the driver deletes the file
+            if out is not None:
+                out.sink.close()
+            raise
+        if out is not None:
+            stats.append(out.close())
+    yield from _finish(spec, task_partition, attempt, stats)
 
-    def __init__(self, spec: WriteSpec, task_partition: int):
-        self.spec, self.task_partition, self.row_index = spec, task_partition, 0
-        self.commit_time = pa.scalar(spec.instant, pa.string())
 
-    def add(self, out: _OpenBaseFile, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
-            data: List[pa.Array]) -> None:
-        changed = pc.is_null(commit_time)
-        n = len(key)
-        new_seqno = seqno_array(self.spec.instant, self.task_partition, row_numbers(self.row_index, n))
-        self.row_index += n
-        out.add(pc.if_else(changed, self.commit_time, commit_time), pc.if_else(changed, new_seqno, seqno), key, partition,
-                data, pc.sum(changed).as_py() or 0)
+def grouped_by_file_group(batches: Iterable[pa.RecordBatch], file_id_column: str
+                          ) -> Iterator[Tuple[str, Iterator[pa.RecordBatch]]]:
+    """(fileId, its rows) for rows that arrive grouped by a fileId column, streamed."""
+    runs = (run for batch in batches if batch.num_rows
+            for run in _runs(batch, batch.schema.get_field_index(file_id_column)))
+    for file_id, group in itertools.groupby(runs, key=lambda run: run[0]):
+        yield file_id, (rows for _, rows in group)
 
 
 def rewrite_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """New slices of existing file groups (Copy-On-Write): same fileId, this instant."""
-    task_partition, attempt, token = _task_context(spec)
-    storage = Storage(spec.base_path)
-    stats: List[dict] = []
-    slice_rows = _SliceRows(spec, task_partition)
-    current: Optional[_OpenBaseFile] = None
-    try:
-        for batch in batches:
-            for file_id, rows in _runs(batch, 0):
-                if current is not None and current.file_id != file_id:
-                    stats.append(current.close())
-                    current = None
-                if current is None:
-                    current = _OpenBaseFile(spec, storage, token, rows.column(4)[0].as_py(),
-                                            list(rows.schema)[REWRITE_META:], file_id, spec.prev_commits[file_id])
-                slice_rows.add(current, *rows.columns[1:REWRITE_META], rows.columns[REWRITE_META:])
-        if current is not None:
-            stats.append(current.close())
-            current = None
-    finally:
-        if current is not None:
-            current.sink.close()
-    yield from _finish(spec, task_partition, attempt, stats)
+    """New slices of existing file groups from rows in the `rows.REWRITE` layout, grouped by
+    file group (SQL UPDATE and DELETE, delete+insert)."""
+    def slices() -> Iterator[NewSlice]:
+        for file_id, group in grouped_by_file_group(batches, FILE_ID):
+            first = next(group)
+            REWRITE.check(first.schema)
+            partition = REWRITE.meta_column(first, PARTITION_PATH)[0].as_py()
+            rows = (b.drop_columns([FILE_ID]) for b in itertools.chain([first], group))
+            yield NewSlice(file_id, partition, spec.deletes_per_file_group.get(file_id, 0), rows)
 
-
-def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
-               update_columns: Optional[List[str]], spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Upsert: the batch's rows of touched file groups arrive tagged and grouped by file group;
-    each group's latest slice (`slices`: fileId -> (path, partition)) is read here and merged
-    with them (`upsert.merge_slice`) into a new slice of the same fileId."""
-    from .upsert import OLD_FILE_ID, merge_slice
-
-    task_partition, attempt, token = _task_context(spec)
-    storage = Storage(spec.base_path)
-    stats: List[dict] = []
-    slice_rows = _SliceRows(spec, task_partition)
-
-    def write(file_id: str, parts: List[pa.RecordBatch]) -> None:
-        path, partition = slices[file_id]
-        with storage.open_input(path) as source:
-            stored = pq.read_table(source)
-        merged, _, removed = merge_slice(stored, pa.Table.from_batches(parts), partition, data_names, precombine,
-                                         update_columns)
-        out = _OpenBaseFile(spec, storage, token, partition, list(merged.schema)[4:], file_id, spec.prev_commits[file_id])
-        out.deletes = removed
-        try:
-            for chunk in merged.to_batches(ARROW_BATCH_ROWS):
-                slice_rows.add(out, *chunk.columns[:4], chunk.columns[4:])
-        except BaseException:  # the marker stays: the driver deletes the file
-            out.sink.close()
-            raise
-        stats.append(out.close())
-
-    current_id, parts = None, []
-    for batch in batches:
-        for file_id, rows in _runs(batch, batch.schema.get_field_index(OLD_FILE_ID)):
-            if current_id is not None and file_id != current_id:
-                write(current_id, parts)
-                parts = []
-            current_id = file_id
-            parts.append(rows)
-    if current_id is not None:
-        write(current_id, parts)
-    yield from _finish(spec, task_partition, attempt, stats)
+    return write_slices(spec, slices())
 
 
 def write_empty_slice(spec: WriteSpec, partition: str, file_id: str, data_schema: pa.Schema) -> dict:
-    """A file group whose every row was deleted gets an empty new slice."""
+    """A file group whose every row was deleted gets an empty new slice (on the driver)."""
     current = _OpenBaseFile(spec, Storage(spec.base_path), write_token(0, 0, 0), partition, list(data_schema),
-                            file_id, spec.prev_commits[file_id])
+                            file_id, spec.prev_commits[file_id], spec.deletes_per_file_group.get(file_id, 0))
     return current.close()
 
 

@@ -1,6 +1,6 @@
 {#- SCD type 2 on a hudilite table keyed by dbt_scd_id. dbt's strategy macros (timestamp,
     check) and staging SELECT decide what changed; the adapter applies it in one commit:
-    new versions inserted, closed versions' dbt_valid_to updated in place (snapshot.py). -#}
+    new versions inserted, closed versions' dbt_valid_to updated in place (materialize.snapshot_config). -#}
 {% materialization snapshot, adapter='hudilite' %}
   {%- set target_relation_exists, target_relation = get_or_create_relation(
           database=none, schema=model.schema, identifier=model.get('alias', model.get('name')), type='table') -%}

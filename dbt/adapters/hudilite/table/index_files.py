@@ -1,0 +1,94 @@
+"""The files of an index that lives beside the timeline: a base as of one instant plus one
+delta per later commit, under one folder with a state file naming the base.
+
+Both index kinds (`record_index`, `key_ranges`) keep their files this way:
+- `index.json` names the base instant (and what the kind needs besides); it is written last,
+  so a build or compaction that dies is simply redone;
+- `<T>.base.parquet` holds the index as of T; `<T>.delta.parquet` what instant T changed. A
+  delta belongs to its commit: written after a marker, so a rollback removes it, and read only
+  once T completed;
+- compaction writes a new base as of the latest instant, then moves the state to it and
+  deletes the files it supersedes.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Iterable, List, Optional, Set, Tuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .layout import INDEX_STATE_FILE, TMP_DIR, index_file_name, marker_path, parse_index_file_name
+from .storage import Storage
+
+BASE = "base"
+DELTA = "delta"
+COMPACT_AFTER_DELTAS = 20  # per folder of files: then the base is rewritten as of the latest instant
+
+
+class IndexFiles:
+    def __init__(self, storage: Storage, root: str):
+        self.storage = storage
+        self.root = root
+
+    @property
+    def state_path(self) -> str:
+        return posixpath.join(self.root, INDEX_STATE_FILE)
+
+    def state(self) -> Optional[dict]:
+        if not self.storage.exists(self.state_path):
+            return None
+        return json.loads(self.storage.read_text(self.state_path))
+
+    def write_state(self, state: dict) -> None:
+        self.storage.write_atomic(self.state_path, json.dumps(state).encode(), TMP_DIR)
+
+    def path(self, instant: str, kind: str, folder: str = "") -> str:
+        return posixpath.join(self.root, folder, index_file_name(instant, kind))
+
+    def visible(self, base_instant: str, completed: Set[str], folder: str = "") -> List[Tuple[str, str]]:
+        """(instant, path) of the base and of the deltas of `completed` instants after it, oldest first."""
+        directory = posixpath.join(self.root, folder)
+        out = []
+        for name in self.storage.list_names(directory):
+            parsed = parse_index_file_name(name)
+            if parsed is not None and is_visible(parsed, base_instant, completed):
+                out.append((parsed[0], posixpath.join(directory, name)))
+        return sorted(out)
+
+    def finish_compaction(self, state: dict, superseded: Iterable[str]) -> None:
+        """Publish a compaction (its new base files are written): the state moves to the new
+        base, then the files it supersedes are deleted."""
+        self.write_state(state)
+        keep = index_file_name(state["base_instant"], BASE)
+        for path in superseded:
+            if posixpath.basename(path) != keep:
+                self.storage.delete_file(path)
+
+
+def is_visible(parsed: Tuple[str, str], base_instant: str, completed: Set[str]) -> bool:
+    instant, kind = parsed
+    if kind == BASE:
+        return instant == base_instant
+    return instant > base_instant and instant in completed
+
+
+def has_too_many_deltas(visible: List[Tuple[str, str]]) -> bool:
+    """A base plus more than COMPACT_AFTER_DELTAS deltas: time to compact."""
+    return len(visible) - 1 > COMPACT_AFTER_DELTAS
+
+
+def completed_set(completed, as_of: Optional[str] = None) -> Set[str]:
+    """The timestamps of `completed` instants at or before `as_of`."""
+    return {i.timestamp for i in completed if as_of is None or i.timestamp <= as_of}
+
+
+def write_index_file(storage: Storage, path: str, table: pa.Table, delta_instant: Optional[str] = None,
+                     **parquet_options) -> None:
+    """Executor- or driver-side write of one index file (zstd parquet)."""
+    if delta_instant is not None:
+        storage.write_bytes(marker_path(delta_instant, path), b"")
+    with storage.open_output(path) as sink:
+        pq.write_table(table, sink, compression="zstd", **parquet_options)

@@ -1,0 +1,50 @@
+"""Inserts and overwrites: new file groups from the rows, one Spark job.
+
+`insert` is a commit; `insert_overwrite` a replacecommit of the partitions the rows hold;
+`insert_overwrite_table` a replacecommit of every file group (the rows' schema becomes the
+table's). Replaced file groups stay on storage, so time travel to before an overwrite works
+until the cleaner removes them.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from pyspark.sql import DataFrame
+
+from .commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE
+from .context import REPLACE, TableContext
+from .index import IndexChange
+from .instant import COMMIT, REPLACE_COMMIT
+from .writer import run_write_job
+
+PARTITIONS, TABLE = "partitions", "table"  # what an overwrite replaces
+
+
+def insert(ctx: TableContext, df: DataFrame, mode: str) -> str:
+    return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None)
+
+
+def insert_overwrite(ctx: TableContext, df: DataFrame, mode: str) -> str:
+    return write_file_groups(ctx, df, REPLACE_COMMIT, INSERT_OVERWRITE, mode, replace=PARTITIONS)
+
+
+def insert_overwrite_table(ctx: TableContext, df: DataFrame) -> str:
+    return write_file_groups(ctx, df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, REPLACE, replace=TABLE)
+
+
+def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: str, mode: str,
+                      replace: Optional[str]) -> str:
+    data_schema = ctx.schema_after(df, mode)
+    with ctx.transaction(action) as txn:
+        before = ctx.timeline.view()
+        stats = run_write_job(ctx.rows_for_writer(df, data_schema), ctx.write_spec(txn.instant))
+        replaced: Dict[str, List[str]] = {}
+        if replace == TABLE:
+            replaced = before.live_file_ids()
+        elif replace == PARTITIONS:
+            replaced = before.live_file_ids({s.partitionPath for s in stats})
+        index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats))
+        ctx.commit(txn, operation, data_schema, stats, index_files, replaced)
+    ctx.after_commit()
+    return txn.instant

@@ -1,0 +1,70 @@
+"""Where a table keeps its files: the one place that spells a path under the base path.
+
+Hudi's own (`.hoodie/`, `hoodie.properties`, partition metadata) and hudilite's private
+state under `.hoodie/.hudilite/`, which Hudi readers ignore: writer claims, markers, the two
+record-index kinds, the cleaner's state, temporary files, the empty folder a catalog entry of
+an empty table points at.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Optional, Tuple
+
+HOODIE_DIR = ".hoodie"
+PROPERTIES_FILE = HOODIE_DIR + "/hoodie.properties"
+PARTITION_METADATA = ".hoodie_partition_metadata"
+
+PRIVATE_DIR = HOODIE_DIR + "/.hudilite"
+TMP_DIR = PRIVATE_DIR + "/tmp"
+WRITERS_DIR = PRIVATE_DIR + "/writers"
+MARKERS_DIR = PRIVATE_DIR + "/markers"
+CLEAN_STATE = PRIVATE_DIR + "/clean.json"
+EMPTY_DIR = PRIVATE_DIR + "/empty"
+RECORD_INDEX_DIR = PRIVATE_DIR + "/record_index"
+KEY_RANGES_DIR = PRIVATE_DIR + "/key_ranges"
+INDEX_STATE_FILE = "index.json"  # in each index folder
+
+_INDEX_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
+
+
+def is_hoodie_path(rel: str) -> bool:
+    return rel == HOODIE_DIR or rel.startswith(HOODIE_DIR + "/")
+
+
+def partition_metadata_path(partition: str) -> str:
+    return posixpath.join(partition, PARTITION_METADATA) if partition else PARTITION_METADATA
+
+
+def writer_path(instant: str) -> str:
+    """The claim of instant time `instant` by its writer (kept as a tombstone after a rollback)."""
+    return posixpath.join(WRITERS_DIR, instant + ".json")
+
+
+def writer_instant(name: str) -> Optional[str]:
+    return name[: -len(".json")] if name.endswith(".json") else None
+
+
+def markers_dir(instant: str) -> str:
+    return posixpath.join(MARKERS_DIR, instant)
+
+
+def marker_path(instant: str, file_path: str) -> str:
+    """Written before `file_path` by a task of `instant`: a rollback finds the file through it."""
+    return posixpath.join(markers_dir(instant), file_path + ".marker")
+
+
+def index_file_name(instant: str, kind: str) -> str:
+    """`<T>.base.parquet` (the index as of T) or `<T>.delta.parquet` (what instant T changed)."""
+    return f"{instant}.{kind}.parquet"
+
+
+def parse_index_file_name(name: str) -> Optional[Tuple[str, str]]:
+    """(instant, kind) of an index file name; None for anything else."""
+    m = _INDEX_FILE.match(name)
+    return (m[1], m[2]) if m else None
+
+
+def record_index_shard_dir(shard: int) -> str:
+    return posixpath.join(RECORD_INDEX_DIR, f"shard={shard}")

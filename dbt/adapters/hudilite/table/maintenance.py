@@ -1,0 +1,67 @@
+"""Looking after a table: the cleaner, validation and the timeline summary.
+
+`clean` deletes file slices no retained instant reads and records the earliest readable
+instant; `validate` checks the timeline, the files and the index against each other.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import List
+
+from . import properties as props
+from .cleaner import CleanPlan, plan_clean
+from .context import TableContext
+from .layout import CLEAN_STATE, PROPERTIES_FILE, TMP_DIR, writer_path
+from .transaction import claimed_instants
+from .validation import check_table, files_outside_hoodie
+
+
+def clean(ctx: TableContext, retain_commits: int) -> CleanPlan:
+    """Delete file slices that no snapshot of the last `retain_commits` instants reads."""
+    completed = [i.timestamp for i in ctx.timeline.completed()]
+    plan = plan_clean(ctx.timeline.view(), completed, retain_commits, ctx.earliest_retained())
+    for base_file in plan.files_to_delete:
+        ctx.storage.delete_file(base_file.path)
+    if plan.files_to_delete:  # only then are instants before it unreadable
+        ctx.storage.write_atomic(CLEAN_STATE, json.dumps({"earliest_retained": plan.earliest_retained}).encode(), TMP_DIR)
+    latest = completed[-1] if completed else None
+    pending = {i.timestamp for i in ctx.timeline.pending()}
+    for claimed in claimed_instants(ctx.storage):  # tombstones of rolled-back writes
+        if latest is not None and claimed < latest and claimed not in pending:
+            ctx.storage.delete_file(writer_path(claimed))
+    return plan
+
+
+def validate(ctx: TableContext) -> List[str]:
+    """Problems that make the table ill-formed (empty when it is well-formed)."""
+    earliest = ctx.earliest_retained()
+    commits = ctx.timeline.commits()
+    readable = [i.timestamp for i in ctx.timeline.completed() if earliest is None or i.timestamp >= earliest]
+    required = {f.path for t in readable for f in ctx.timeline.view(t).latest_base_files()}
+    if earliest is None:
+        required |= {s.path for _, m in commits for s in m.write_stats}
+    on_disk = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))
+    problems = check_table(props.loads(ctx.storage.read_text(PROPERTIES_FILE)), commits, ctx.timeline.pending(),
+                           on_disk, required)
+    view = ctx.timeline.view()
+    # The index is checked against the snapshot, which cannot be read while a file of it is missing.
+    readable = all(f.path in on_disk for f in view.latest_base_files())
+    if ctx.spark is not None and ctx.index.is_built() and readable:
+        problems += ctx.index.check(ctx.read(), ctx.timeline.completed(), view)
+    return problems
+
+
+def history(ctx: TableContext) -> List[dict]:
+    """One summary per instant, oldest first: what a person wants to see of the timeline."""
+    out = []
+    for i in ctx.timeline.instants():
+        entry = {"instant": i.timestamp, "action": i.action, "state": i.state}
+        if i.is_completed:
+            m = ctx.timeline.metadata(i)
+            entry.update(
+                operation=m.operation, files_written=len(m.write_stats), rows_written=m.num_writes,
+                file_groups_replaced=sum(len(v) for v in m.replaced_file_ids.values()),
+            )
+        out.append(entry)
+    return out

@@ -1,0 +1,94 @@
+"""The seams every write path shares: row layouts, index files, the table's paths, errors,
+quoting (no Spark)."""
+
+import pyarrow as pa
+import pytest
+
+from dbt.adapters.hudilite.table import errors, quote
+from dbt.adapters.hudilite.table import index_files as files
+from dbt.adapters.hudilite.table import layout
+from dbt.adapters.hudilite.table.instant import Instant
+from dbt.adapters.hudilite.table.rows import INSERT, INSERT_AUTO_KEYS, REWRITE, ROW_INDEX, SLICE, insert_layout
+from dbt.adapters.hudilite.table.schema import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
+from dbt.adapters.hudilite.table.storage import Storage
+
+
+class Col:
+    """Stands in for a Spark column: `RowLayout.select` only aliases."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def alias(self, name):
+        return f"{self.name} AS {name}"
+
+
+def test_a_layout_puts_named_meta_columns_first_and_refuses_a_producer_out_of_step():
+    meta = {PARTITION_PATH: Col("p"), ROW_INDEX: Col("i"), RECORD_KEY: Col("k")}
+    assert INSERT.select(meta, ["data"]) == [f"i AS {ROW_INDEX}", f"k AS {RECORD_KEY}", f"p AS {PARTITION_PATH}", "data"]
+    with pytest.raises(ValueError, match="insert with auto keys rows take meta columns"):
+        INSERT_AUTO_KEYS.select(meta, [])  # one meta column too many
+    with pytest.raises(ValueError, match="rewrite rows take meta columns"):
+        REWRITE.select({RECORD_KEY: Col("k")}, [])
+    assert insert_layout(True) is INSERT_AUTO_KEYS and insert_layout(False) is INSERT
+
+
+def test_a_task_reads_columns_by_name_from_its_layout():
+    batch = pa.record_batch([pa.array(["t"]), pa.array(["s"]), pa.array(["k"]), pa.array(["p"]), pa.array([7])],
+                            names=list(SLICE.meta) + ["amount"])
+    SLICE.check(batch.schema)
+    assert SLICE.meta_column(batch, RECORD_KEY).to_pylist() == ["k"]
+    assert [f.name for f in SLICE.data_fields(batch.schema)] == ["amount"] and SLICE.data(batch)[0].to_pylist() == [7]
+    swapped = pa.record_batch([batch.column(1), batch.column(0)] + batch.columns[2:], names=[
+        batch.schema.names[1], COMMIT_TIME] + batch.schema.names[2:])
+    with pytest.raises(ValueError, match="slice rows must start with"):
+        SLICE.check(swapped.schema)
+
+
+def test_index_file_names_and_which_files_an_index_reads():
+    assert layout.index_file_name("20260101000000001", "delta") == "20260101000000001.delta.parquet"
+    assert layout.parse_index_file_name("20260101000000001.base.parquet") == ("20260101000000001", "base")
+    assert layout.parse_index_file_name("index.json") is None
+    base, done = "20260101000000002", {"20260101000000001", "20260101000000002", "20260101000000003"}
+    assert files.is_visible(("20260101000000002", files.BASE), base, done)
+    assert not files.is_visible(("20260101000000001", files.BASE), base, done)  # an older base
+    assert not files.is_visible(("20260101000000002", files.DELTA), base, done)  # folded into the base
+    assert files.is_visible(("20260101000000003", files.DELTA), base, done)
+    assert not files.is_visible(("20260101000000004", files.DELTA), base, done)  # its instant did not complete
+    completed = [Instant("20260101000000001", "commit", "COMPLETED"), Instant("20260101000000003", "commit", "COMPLETED")]
+    assert files.completed_set(completed, as_of="20260101000000002") == {"20260101000000001"}
+
+
+def test_index_files_on_storage_compact_to_one_base(tmp_path):
+    storage = Storage(str(tmp_path))
+    index = files.IndexFiles(storage, layout.KEY_RANGES_DIR)
+    assert index.state() is None
+    table = pa.table({"x": [1]})
+    for instant, kind in [("20260101000000001", files.BASE), ("20260101000000002", files.DELTA),
+                          ("20260101000000003", files.DELTA), ("20260101000000004", files.DELTA)]:
+        files.write_index_file(storage, index.path(instant, kind), table, instant if kind == files.DELTA else None)
+    index.write_state({"base_instant": "20260101000000001"})
+    visible = index.visible("20260101000000001", {"20260101000000002", "20260101000000003"})
+    assert [i for i, _ in visible] == ["20260101000000001", "20260101000000002", "20260101000000003"]
+    # a delta is written after its marker, so a rollback of its instant finds it
+    assert storage.exists(layout.marker_path("20260101000000004", index.path("20260101000000004", files.DELTA)))
+    files.write_index_file(storage, index.path("20260101000000003", files.BASE), table)
+    index.finish_compaction({"base_instant": "20260101000000003"}, [p for _, p in visible])
+    assert index.state() == {"base_instant": "20260101000000003"}
+    assert sorted(storage.list_names(layout.KEY_RANGES_DIR)) == [
+        "20260101000000003.base.parquet", "20260101000000004.delta.parquet", "index.json"]
+
+
+def test_every_core_error_shares_one_base_and_the_kinds_stay_apart():
+    for kind in (errors.ConfigurationError, errors.SchemaError, errors.TimelineError, errors.DataError,
+                 errors.ConcurrentWriteError, errors.CorruptTableError):
+        assert issubclass(kind, errors.HudiliteError)
+    assert issubclass(errors.SchemaError, errors.ConfigurationError)
+    assert not issubclass(errors.DataError, errors.ConfigurationError)
+    assert not issubclass(errors.ConcurrentWriteError, errors.ConfigurationError)
+
+
+def test_one_quoting_helper_for_columns_and_tables():
+    assert quote("a b") == "`a b`"
+    assert quote("we`ird") == "`we``ird`"
+    assert quote("s", "t.x") == "`s`.`t.x`"
