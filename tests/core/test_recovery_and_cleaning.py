@@ -127,3 +127,82 @@ def test_a_killed_writer_leaves_no_visible_commit_and_is_rolled_back(spark, tmp_
     assert sorted(r.id for r in table.read().collect()) == list(range(15))
     assert table.validate() == []
     assert_hudi_rs_agrees(table)
+
+
+def test_an_interrupt_after_publish_keeps_the_commit(spark, tmp_path, monkeypatch):
+    """The completed instant file is the commit: a failure between publishing it and the
+    writer noting so must not roll the published instant back (issue 12, defect 9)."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
+    table.insert(spark.range(3).select("id", F.lit("a").alias("p")))
+    timeline = table.context.timeline
+    publish = timeline.complete
+
+    def publish_then_interrupt(*args, **kwargs):
+        publish(*args, **kwargs)
+        raise KeyboardInterrupt("after the rename")
+
+    monkeypatch.setattr(timeline, "complete", publish_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        table.insert(spark.range(3, 5).select("id", F.lit("b").alias("p")))
+    monkeypatch.undo()
+    assert [i.state for i in table.timeline()] == ["COMPLETED", "COMPLETED"]
+    assert sorted(r.id for r in table.read().collect()) == [0, 1, 2, 3, 4]
+    assert parquet_files_on_disk(table.path) == committed_files(table)
+    assert table.validate() == []
+    table.insert(spark.range(5, 6).select("id", F.lit("a").alias("p")))  # the next writer finds nothing to undo
+    assert table.read().count() == 6
+    assert_hudi_rs_agrees(table)
+
+
+def test_the_cleaner_records_the_earliest_readable_instant_before_it_deletes(spark, tmp_path, monkeypatch):
+    """A cleaner killed after its first deletion leaves time travel refusing the cleaned range
+    with a clear error, not failing on a missing file (issue 12, defect 10)."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    t1 = table.insert(spark.range(3))
+    table.insert_overwrite_table(spark.range(3, 6))
+    table.insert_overwrite_table(spark.range(6, 9))
+    storage = table.storage
+    delete = storage.delete_file
+    deleted = []
+
+    def delete_once_then_die(path):
+        if deleted:
+            raise KeyboardInterrupt("cleaner killed")
+        deleted.append(path)
+        delete(path)
+
+    monkeypatch.setattr(storage, "delete_file", delete_once_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        table.clean(retain_commits=1)
+    monkeypatch.undo()
+    assert deleted
+    with pytest.raises(TimelineError, match="was cleaned"):
+        table.read(as_of=t1)
+    assert sorted(r.id for r in table.read().collect()) == [6, 7, 8]
+    table.clean(retain_commits=1)  # run again, it finishes the job
+    assert parquet_files_on_disk(table.path) == sorted(f.path for f in table.latest_base_files())
+    assert table.validate() == []
+
+
+def test_a_failed_index_compaction_after_the_commit_does_not_fail_the_write(spark, tmp_path, monkeypatch):
+    """Work after the commit is published cannot make a published write look failed (a rerun
+    would write it twice); the next write compacts instead (issue 12, defect 5)."""
+    from dbt.adapters.hudilite.table import index_files
+
+    monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
+    table = HudiTable.create(spark, str(tmp_path / "c"), "c", record_key="id")
+    table.upsert(spark.createDataFrame([(1, "a")], "id long, v string"))
+    table.upsert(spark.createDataFrame([(2, "b")], "id long, v string"))
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(type(table.index), "compact", broken)
+    t3 = table.upsert(spark.createDataFrame([(3, "c"), (1, "a2")], "id long, v string"))  # compaction due
+    assert table.timeline()[-1].timestamp == t3 and table.timeline()[-1].state == "COMPLETED"
+    monkeypatch.undo()
+    monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
+    t4 = table.upsert(spark.createDataFrame([(4, "d")], "id long, v string"))
+    assert table.index.state()["base_instant"] == t4  # the next write compacted
+    assert sorted((r.id, r.v) for r in table.read().collect()) == [(1, "a2"), (2, "b"), (3, "c"), (4, "d")]
+    assert table.validate() == []

@@ -32,12 +32,12 @@ def plan_clean(view: FileSystemView, completed: List[str], retain_commits: int,
     earliest = completed[-retain_commits]
     if cleaned_before is not None and earliest <= cleaned_before:
         return CleanPlan(earliest_retained=cleaned_before)
-    already = set() if cleaned_before is None else {f.path for f in _unreadable_from(view, cleaned_before)}
-    doomed = [f for f in _unreadable_from(view, earliest) if f.path not in already]
+    already = set() if cleaned_before is None else {f.path for f in unreadable_from(view, cleaned_before)}
+    doomed = [f for f in unreadable_from(view, earliest) if f.path not in already]
     return CleanPlan(earliest_retained=earliest, files_to_delete=sorted(doomed, key=lambda f: f.path))
 
 
-def _unreadable_from(view: FileSystemView, earliest: str) -> List[BaseFile]:
+def unreadable_from(view: FileSystemView, earliest: str) -> List[BaseFile]:
     """Slices that no snapshot as of `earliest` or later reads."""
     doomed: List[BaseFile] = []
     for group in view.groups.values():

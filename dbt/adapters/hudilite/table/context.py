@@ -8,6 +8,7 @@ face, as pyiceberg's `Table` is over its transaction and snapshot producers.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Dict, List, Optional
 
 from pyspark.sql import DataFrame, SparkSession
@@ -31,6 +32,8 @@ from .storage import Storage
 from .timeline import Timeline
 from .transaction import WriteTransaction
 from .writer import WriteSpec
+
+logger = logging.getLogger("hudilite")
 
 # How a write treats the table schema: new columns join it ("evolve"), columns the rows lack
 # leave it too ("drop_missing"), or the rows' schema becomes the table's ("replace").
@@ -80,11 +83,15 @@ class TableContext:
     def read_files(self, files: List[BaseFile], as_of: Optional[str] = None) -> DataFrame:
         return read_base_files(self.spark, self.storage, files, self.schema(as_of) or T.StructType([]))
 
-    def earliest_retained(self) -> Optional[str]:
-        """The oldest instant the cleaner kept readable (None when it removed nothing)."""
+    def clean_state(self) -> dict:
+        """The cleaner's record: `earliest_retained` (the oldest instant it kept readable, absent
+        when it removed nothing) and `complete` (false while its deletions may be unfinished)."""
         if not self.storage.exists(CLEAN_STATE):
-            return None
-        return json.loads(self.storage.read_text(CLEAN_STATE)).get("earliest_retained")
+            return {}
+        return json.loads(self.storage.read_text(CLEAN_STATE))
+
+    def earliest_retained(self) -> Optional[str]:
+        return self.clean_state().get("earliest_retained")
 
     def resolve_instant(self, as_of) -> str:
         instant = self.timeline.resolve(as_of)
@@ -182,6 +189,16 @@ class TableContext:
         txn.commit(metadata, index_files)
         return txn.instant
 
-    def after_commit(self) -> None:
-        """Inline table services after a write (index compaction when due)."""
-        self.index.compact_if_due(self.timeline.completed(), self.timeline.view())
+    def after_commit(self, build_missing_index: bool = False) -> None:
+        """Inline table services after a published write: compact the index when due, or build
+        it if asked and the table has none yet (its first rows came through an upsert). The
+        write is committed whatever happens here, so a failure is a warning: the next write
+        builds or compacts."""
+        try:
+            if self.index.is_built():
+                self.index.compact_if_due(self.timeline.completed(), self.timeline.view())
+            elif build_missing_index:
+                self.build_index()
+        except Exception as err:  # noqa: BLE001 - see above
+            logger.warning("table %s: index maintenance after the commit failed, the next write retries it: %s",
+                           self.name, err)

@@ -10,27 +10,43 @@ import json
 from typing import List
 
 from . import properties as props
-from .cleaner import CleanPlan, plan_clean
+from .cleaner import CleanPlan, plan_clean, unreadable_from
 from .context import TableContext
+from .file_group import BaseFile
 from .layout import CLEAN_STATE, PROPERTIES_FILE, TMP_DIR, writer_path
 from .transaction import claimed_instants
 from .validation import check_table, files_outside_hoodie
 
 
 def clean(ctx: TableContext, retain_commits: int) -> CleanPlan:
-    """Delete file slices that no snapshot of the last `retain_commits` instants reads."""
+    """Delete file slices that no snapshot of the last `retain_commits` instants reads. The new
+    earliest readable instant is recorded before the first file goes, and the deletions are
+    marked complete after the last: a clean that dies is finished by the next one."""
     completed = [i.timestamp for i in ctx.timeline.completed()]
-    plan = plan_clean(ctx.timeline.view(), completed, retain_commits, ctx.earliest_retained())
-    for base_file in plan.files_to_delete:
-        ctx.storage.delete_file(base_file.path)
-    if plan.files_to_delete:  # only then are instants before it unreadable
-        ctx.storage.write_atomic(CLEAN_STATE, json.dumps({"earliest_retained": plan.earliest_retained}).encode(), TMP_DIR)
+    view = ctx.timeline.view()
+    state = ctx.clean_state()
+    if state and not state.get("complete", True):
+        _delete_slices(ctx, state["earliest_retained"], unreadable_from(view, state["earliest_retained"]))
+    plan = plan_clean(view, completed, retain_commits, state.get("earliest_retained"))
+    if plan.files_to_delete:
+        _delete_slices(ctx, plan.earliest_retained, plan.files_to_delete)
     latest = completed[-1] if completed else None
     pending = {i.timestamp for i in ctx.timeline.pending()}
     for claimed in claimed_instants(ctx.storage):  # tombstones of rolled-back writes
         if latest is not None and claimed < latest and claimed not in pending:
             ctx.storage.delete_file(writer_path(claimed))
     return plan
+
+
+def _delete_slices(ctx: TableContext, earliest_retained: str, files: List[BaseFile]) -> None:
+    def record(complete: bool) -> None:
+        body = {"earliest_retained": earliest_retained, "complete": complete}
+        ctx.storage.write_atomic(CLEAN_STATE, json.dumps(body).encode(), TMP_DIR)
+
+    record(complete=False)  # from here on, instants before it are unreadable
+    for base_file in files:
+        ctx.storage.delete_file(base_file.path)
+    record(complete=True)
 
 
 def validate(ctx: TableContext) -> List[str]:

@@ -95,6 +95,10 @@ class Timeline:
         body = metadata.to_json(is_replace=action != "commit").encode("utf-8")
         self.storage.write_atomic(self._path(timestamp, action, COMPLETED), body, TMP_DIR)
 
+    def is_published(self, timestamp: str, action: str) -> bool:
+        """Whether the completed instant file exists: from then on the instant is committed."""
+        return self.storage.exists(self._path(timestamp, action, COMPLETED))
+
     def delete_pending(self, instant: Instant) -> None:
         """Remove a pending instant's files, inflight before requested, as Hudi does."""
         if instant.is_completed:

@@ -147,7 +147,8 @@ class WriteTransaction:
         if self._heartbeat is not None:
             self._heartbeat.join()
         try:
-            if self.completed:
+            # The completed file is the commit, whatever interrupted the writer after its rename.
+            if self.completed or self.timeline.is_published(self.instant, self.action):
                 self.storage.delete_dir(markers_dir(self.instant))
                 self.storage.delete_file(writer_path(self.instant))
             else:

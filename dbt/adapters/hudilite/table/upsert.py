@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .commit import DELETE
-from .context import EVOLVE, TableContext
+from .context import EVOLVE, TableContext, resolve_columns
 from .errors import DataError
 from .file_group import FileGroup
 from .index import IndexChange
@@ -47,6 +47,7 @@ OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
 DUPLICATE = "_hudilite_duplicate"  # set on every row of a key the batch holds twice (no precombine)
 SHARD = "_hudilite_shard"
+STORED_PRECOMBINE = "_hudilite_stored_precombine"
 
 
 def keyed_batch(df: DataFrame, data_schema: T.StructType, key_fields: List[str], partition_fields: List[str],
@@ -254,6 +255,13 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
             if duplicate is not None:
                 raise DataError(f"table {ctx.name}: the new rows hold record key '{duplicate}' more than once; "
                                 "set a precombine field to choose between them")
+            if ctx.config.precombine_field and any(touched.values()):
+                stale = _stale_leaving_keys(ctx, tagged, current)
+                if stale:  # such rows change nothing: drop them before anything is written
+                    kept = tagged.where(~F.col(RECORD_KEY).isin(stale)).persist()
+                    tagged.unpersist()
+                    tagged = kept
+                    touched, _, arriving_rows = summarize(tagged)
             spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
             stats = []
             if touched:
@@ -270,9 +278,7 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         finally:
             tagged.unpersist()
         ctx.commit(txn, operation, data_schema, stats, index_files)
-    if not index.is_built():  # the table's first rows came through upsert
-        ctx.build_index()
-    ctx.after_commit()
+    ctx.after_commit(build_missing_index=True)
     return txn.instant
 
 
@@ -282,3 +288,17 @@ def _keys_rejected_by(ctx: TableContext, tagged: DataFrame, current: Dict[str, F
     holders = {r[0] for r in tagged.where(F.col(OLD_FILE_ID).isNotNull()).select(OLD_FILE_ID).distinct().collect()}
     stored = ctx.read_files([current[f].latest for f in sorted(holders)])
     return keys_rejected_by(stored.alias(alias) if alias else stored, predicates, ctx.name)
+
+
+def _stale_leaving_keys(ctx: TableContext, tagged: DataFrame, current: Dict[str, FileGroup]) -> List[str]:
+    """Keys whose batch row would delete its stored row or move it to another partition, but
+    is older than it by the precombine field. In-place updates are compared in `merge_slice`;
+    these must be caught before the new partition gets the row. A null precombine value (an
+    explicit delete by key) is never older."""
+    leaving = tagged.where(F.col(OLD_FILE_ID).isNotNull() & is_leaving())
+    holders = sorted({r[0] for r in leaving.select(OLD_FILE_ID).distinct().collect()})
+    precombine = resolve_columns([ctx.config.precombine_field], ctx.existing_schema())[0]
+    stored = ctx.read_files([current[f].latest for f in holders]).select(
+        F.col(RECORD_KEY), F.col(quote(precombine)).alias(STORED_PRECOMBINE))
+    stale = leaving.join(stored, RECORD_KEY).where(F.col(quote(precombine)) < F.col(STORED_PRECOMBINE))
+    return [r[0] for r in stale.select(RECORD_KEY).collect()]
