@@ -10,7 +10,7 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.table import ConcurrentWriteError, HudiTable, TimelineError
+from dbt.adapters.hudilite.table import HudiTable, TimelineError
 from dbt.adapters.hudilite.table.layout import marker_path, writer_path
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -61,15 +61,17 @@ def test_a_dead_writers_inflight_instant_is_rolled_back_before_the_next_write(sp
     assert_hudi_rs_agrees(table)
 
 
-def test_a_live_concurrent_writer_is_refused_and_nothing_changes(spark, tmp_path):
+def test_a_live_concurrent_writers_pending_instant_is_left_alone(spark, tmp_path):
+    """Writers run side by side: a live writer's pending instant and files are not touched, and
+    a write that does not conflict with it commits beside it."""
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
     t1 = table.insert(spark.range(10).select("id", F.lit("a").alias("p")))
     busy = str(int(t1) + 5)
-    orphan = _leave_a_dead_write(table, busy, os.getppid())  # a live process
-    with pytest.raises(ConcurrentWriteError, match=busy):
-        table.insert(spark.range(3).select("id", F.lit("a").alias("p")))
-    assert os.path.exists(os.path.join(table.path, orphan))  # the other writer's file is untouched
-    assert table.read().count() == 10
+    orphan = _leave_a_dead_write(table, busy, os.getppid())  # a live process, heartbeat fresh
+    t2 = table.insert(spark.range(3).select("id", F.lit("a").alias("p")))
+    assert t2 > busy and os.path.exists(os.path.join(table.path, orphan))  # the other writer's file is untouched
+    assert [(i.timestamp, i.state) for i in table.timeline()] == [(t1, "COMPLETED"), (busy, "INFLIGHT"), (t2, "COMPLETED")]
+    assert table.read().count() == 13
     assert_hudi_rs_agrees(table)
 
 

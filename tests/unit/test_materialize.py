@@ -173,3 +173,27 @@ def test_build_errors_map_to_dbt_errors_by_kind():
         mapped = _dbt_error(orders, err)
         assert isinstance(mapped, DbtDatabaseError) and "model 'orders'" in str(mapped)
     assert str(_dbt_error(orders, orders.fail("x"))).count("model 'orders'") == 1
+
+
+def test_a_conflicting_write_is_retried_as_configured():
+    from dbt.adapters.hudilite.impl import _with_retries
+    from dbt.adapters.hudilite.table import ConcurrentWriteError
+
+    node = {"name": "orders", "config": {"materialized": "incremental", "unique_key": "id", "write_retries": 2}}
+    plan = m.plan_build(m.ModelConfig.from_node(node), COLUMNS, state(record_key_fields=["id"]), False)
+    assert plan.write_retries == 2 and m.plan_build(m.ModelConfig.from_node(node), COLUMNS, None, False).write_retries == 0
+    calls = []
+
+    def conflicts_twice():
+        calls.append(1)
+        if len(calls) <= 2:
+            raise ConcurrentWriteError("instant 1 conflicts")
+        return "20261123000000000"
+
+    assert _with_retries(2, conflicts_twice) == "20261123000000000" and len(calls) == 3
+    calls.clear()
+    with pytest.raises(ConcurrentWriteError):
+        _with_retries(1, conflicts_twice)
+    assert len(calls) == 2
+    with pytest.raises(m.ModelConfigError, match="write_retries must be 0 or more"):
+        m.validate(config(write_retries=-1), ["id"])

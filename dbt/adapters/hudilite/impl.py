@@ -21,13 +21,14 @@ from .catalog import StorageCatalog
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .relation import HudiliteRelation
-from .table import META_COLUMNS, ConfigurationError, HudiTable, quote
+from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
 
 
 @dataclass
 class HudiliteConfig(SparkConfig):
     precombine_field: Optional[str] = None
     retain_commits: Optional[int] = None
+    write_retries: Optional[int] = None
 
 
 class HudiliteAdapter(SparkAdapter):
@@ -177,7 +178,7 @@ class HudiliteAdapter(SparkAdapter):
             except Exception as err:  # nothing of ours to clean up: the table is not created
                 raise _dbt_error(config, err) from None
         try:
-            instant = self._carry_out(plan, table, df)
+            instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df))
         except Exception as err:
             if plan.operation == m.CREATE:  # a failed first build leaves no table behind
                 catalog.drop_table(schema, name)
@@ -255,6 +256,17 @@ def _seed_text(value: Any) -> Optional[str]:
     if isinstance(value, (dt.date, decimal.Decimal)):
         return str(value)
     return str(value)
+
+
+def _with_retries(retries: int, write):
+    """Run `write`; after a conflict with a concurrent writer (nothing of it was published),
+    run it again, up to `retries` more times."""
+    for attempt in range(retries + 1):
+        try:
+            return write()
+        except ConcurrentWriteError:
+            if attempt == retries:
+                raise
 
 
 def _columns(schema) -> List[Tuple[str, str]]:

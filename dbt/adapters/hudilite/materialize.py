@@ -51,6 +51,7 @@ class ModelConfig:
     merge_update_columns: Optional[List[str]] = None
     merge_exclude_columns: List[str] = field(default_factory=list)
     incremental_predicates: List[str] = field(default_factory=list)
+    write_retries: int = 0  # a write that conflicts with a concurrent one is run again this many times
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -68,6 +69,7 @@ class ModelConfig:
             merge_update_columns=_as_list(config.get("merge_update_columns")) or None,
             merge_exclude_columns=_as_list(config.get("merge_exclude_columns")),
             incremental_predicates=_as_list(config.get("incremental_predicates") or config.get("predicates")),
+            write_retries=int(config.get("write_retries") or 0),
         )
 
     def fail(self, message: str) -> ModelConfigError:
@@ -97,6 +99,8 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
             )
     if config.retain_commits < 1:
         raise config.fail("retain_commits must be at least 1")
+    if config.write_retries < 0:
+        raise config.fail("write_retries must be 0 or more")
     known = {c.lower() for c in columns if c.lower() != DELETE_FLAG}
     for setting, names in (("partition_by", config.partition_by), ("unique_key", config.unique_key),
                            ("precombine_field", [config.precombine_field] if config.precombine_field else [])):
@@ -223,6 +227,7 @@ class BuildPlan:
     record_key: List[str]
     precombine_field: Optional[str]
     retain_commits: int
+    write_retries: int = 0  # runs of the write again after a conflict with a concurrent writer
     recreate: bool = False  # drop the existing table first: its layout changed on a rebuild
     schema: Optional[SchemaPlan] = None  # incremental writes: how the rows are shaped
     update_columns: Optional[List[str]] = None  # merge: the columns existing rows take; None for all
@@ -249,7 +254,8 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
         recreate = True
     operation = choose_operation(config, table is not None and not recreate, full_refresh)
     plan = BuildPlan(operation=operation, partition_by=list(config.partition_by), record_key=record_key(config),
-                     precombine_field=config.precombine_field, retain_commits=config.retain_commits, recreate=recreate)
+                     precombine_field=config.precombine_field, retain_commits=config.retain_commits,
+                     write_retries=0 if operation == CREATE else config.write_retries, recreate=recreate)
     if operation in (INSERT, OVERWRITE_PARTITIONS, UPSERT, DELETE_INSERT):
         model_columns = [(n, t) for n, t in columns if n.lower() != DELETE_FLAG]
         plan.schema = plan_schema_change(config, table.columns, model_columns)

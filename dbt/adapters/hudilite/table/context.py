@@ -7,10 +7,12 @@ face, as pyiceberg's `Table` is over its transaction and snapshot producers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -18,12 +20,13 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from . import properties as props
 from .commit import SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
-from .errors import ConfigurationError, SchemaError, TimelineError
+from .errors import ConcurrentWriteError, ConfigurationError, SchemaError, TimelineError
 from .file_group import BaseFile
 from .index import IndexChange, TableIndex
 from .key_ranges import KeyRangeIndex
 from .keygen import partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
+from .lock import TableLock
 from .reader import read_base_files
 from .record_index import RecordIndex
 from .rows import ROW_INDEX, insert_layout
@@ -56,7 +59,7 @@ class TableContext:
         self.storage = storage
         self.config = config
         self.timeline = Timeline(storage)
-        self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage)
+        self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
         self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
 
     @property
@@ -120,7 +123,37 @@ class TableContext:
 
     # ---- the steps of a write ---------------------------------------------------------------
     def transaction(self, action: str) -> WriteTransaction:
-        return WriteTransaction(self.storage, self.timeline, action)
+        """A write's transaction. A write that began before the index existed wrote no index
+        delta: it may not publish once an index was built meanwhile (its keys would be missing)."""
+        indexed = self.index.is_built()
+
+        def index_built_meanwhile() -> Optional[str]:
+            return None if indexed or not self.index.is_built() else "the record index was built while this write ran"
+
+        return WriteTransaction(self.storage, self.timeline, action, None if self.config.auto_keys else self.keys_in,
+                                index_built_meanwhile)
+
+    def keys_in(self, paths: List[str]) -> Set[str]:
+        """The record keys stored in base files (driver side: for conflict checks)."""
+        keys: Set[str] = set()
+        for path in paths:
+            with self.storage.open_input(path) as source:
+                keys.update(pq.read_table(source, columns=[RECORD_KEY]).column(0).to_pylist())
+        return keys
+
+    @contextlib.contextmanager
+    def index_guard(self, base_instant: str):
+        """Publishing an index base as of `base_instant` (build, compaction): under the table
+        lock, only while no commit completed after it and none older is still pending (their
+        keys would be in neither the base nor a visible delta)."""
+        with TableLock(self.storage):
+            latest = self.timeline.latest_completed()
+            older_pending = [i.timestamp for i in self.timeline.pending() if i.timestamp < base_instant]
+            if latest is None or latest.timestamp != base_instant or older_pending:
+                raise ConcurrentWriteError(
+                    f"table {self.name}: the record index as of {base_instant} was not published: "
+                    f"{'instant ' + older_pending[0] + ' is still pending' if older_pending else 'a commit completed meanwhile'}")
+            yield
 
     def schema_after(self, df: DataFrame, mode: str) -> T.StructType:
         """The table schema once `df` is written; the table's key, partition and precombine

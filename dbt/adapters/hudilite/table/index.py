@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 
 from .commit import WriteStat
 from .file_group import BaseFile, FileSystemView
-from .index_files import IndexFiles
+from .index_files import BaseGuard, IndexFiles
 from .instant import Instant
 from .reader import read_base_files
 from .schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -50,10 +50,10 @@ class IndexChange:
 class TableIndex(ABC):
     ROOT: str  # the folder of this kind's files (`layout`)
 
-    def __init__(self, spark: SparkSession, storage: Storage):
+    def __init__(self, spark: SparkSession, storage: Storage, guard: Optional[BaseGuard] = None):
         self.spark = spark
         self.storage = storage
-        self.files = IndexFiles(storage, self.ROOT)
+        self.files = IndexFiles(storage, self.ROOT, guard)
 
     def state(self) -> Optional[dict]:
         """The index's state file; None until it is built."""

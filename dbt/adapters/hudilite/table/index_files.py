@@ -13,9 +13,10 @@ Both index kinds (`record_index`, `key_ranges`) keep their files this way:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import posixpath
-from typing import Iterable, List, Optional, Set, Tuple
+from typing import Callable, ContextManager, Iterable, List, Optional, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,10 +29,16 @@ DELTA = "delta"
 COMPACT_AFTER_DELTAS = 20  # per folder of files: then the base is rewritten as of the latest instant
 
 
+# Publishing a new base (build, compaction) under a guard: a context manager, given the base
+# instant, that holds off concurrent commits and raises if the base would miss one.
+BaseGuard = Callable[[str], ContextManager]
+
+
 class IndexFiles:
-    def __init__(self, storage: Storage, root: str):
+    def __init__(self, storage: Storage, root: str, guard: Optional[BaseGuard] = None):
         self.storage = storage
         self.root = root
+        self.guard = guard or (lambda base_instant: contextlib.nullcontext())
 
     @property
     def state_path(self) -> str:
@@ -43,7 +50,9 @@ class IndexFiles:
         return json.loads(self.storage.read_text(self.state_path))
 
     def write_state(self, state: dict) -> None:
-        self.storage.write_atomic(self.state_path, json.dumps(state).encode(), TMP_DIR)
+        """Publish the index as of `state["base_instant"]` (its base files are written)."""
+        with self.guard(state["base_instant"]):
+            self.storage.write_atomic(self.state_path, json.dumps(state).encode(), TMP_DIR)
 
     def path(self, instant: str, kind: str, folder: str = "") -> str:
         return posixpath.join(self.root, folder, index_file_name(instant, kind))

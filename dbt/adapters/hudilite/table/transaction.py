@@ -3,12 +3,17 @@
 Protocol: claim T (exclusive create of `.hoodie/.hudilite/writers/<T>.json`), write
 `<T>.<action>.requested`, then the inflight file, let the tasks write base files (each one
 after its marker), reconcile the markers with the tasks' write stats (files of retried or
-speculative attempts are deleted), then publish the completed instant by atomic rename. A
-failure anywhere before publishing deletes the markers' files and the instant's files.
+speculative attempts are deleted), then, under the table lock, check for conflicts with the
+instants completed since the write began (`conflict.py`) and publish the completed instant by
+atomic rename. A failure anywhere before publishing deletes the markers' files and the
+instant's files.
 
-A pending instant whose writer is gone (dead process on this host, or a heartbeat older than
-the timeout) is rolled back by the next writer; one whose writer is alive is a concurrent
-write, which is refused.
+Writers run side by side (optimistic concurrency). A pending instant whose writer is gone is
+rolled back by the next writer, under the lock; a writer whose own instant was rolled back
+never publishes. Liveness: a writer is alive while its heartbeat (the claim file's mtime,
+touched every HEARTBEAT_INTERVAL_S) is younger than HEARTBEAT_TIMEOUT_S plus
+CLOCK_SKEW_TOLERANCE_S; on the same host a process that no longer exists is dead at once. The
+pid is never trusted alone (another host, another pid namespace, a reused pid).
 """
 
 from __future__ import annotations
@@ -18,19 +23,23 @@ import os
 import socket
 import threading
 import time
-from typing import Iterable, List, Optional, Set
+from typing import Callable, Iterable, List, Optional, Set
 
 from .commit import CommitMetadata
+from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError, CorruptTableError
 from .instant import INFLIGHT, Instant, next_instant_time
 from .layout import WRITERS_DIR, markers_dir, writer_instant, writer_path
+from .lock import TableLock
 from .storage import Storage
 from .timeline import Timeline
+
 HEARTBEAT_INTERVAL_S = 5.0
 HEARTBEAT_TIMEOUT_S = 60.0
+CLOCK_SKEW_TOLERANCE_S = 30.0
+ROLLED_BACK = "rolled_back"  # another host's clock, or the storage server's, may run ahead
 
 _active_in_this_process: Set[str] = set()
-
 
 
 def marked_files(storage: Storage, instant: str) -> List[str]:
@@ -51,7 +60,7 @@ def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
         owner = json.loads(storage.read_text(path) or "{}")
     except ValueError:
         owner = {}
-    if owner.get("state") == "rolled_back":
+    if owner.get("state") == ROLLED_BACK:
         return False
     if owner.get("host") == socket.gethostname():
         pid = owner.get("pid")
@@ -63,7 +72,14 @@ def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
             return False
         except PermissionError:
             pass
-    return time.time() - storage.mtime_seconds(path) < timeout_s
+    return time.time() - storage.mtime_seconds(path) < timeout_s + CLOCK_SKEW_TOLERANCE_S
+
+
+def _rolled_back(storage: Storage, instant: str) -> bool:
+    try:
+        return json.loads(storage.read_text(writer_path(instant)) or "{}").get("state") == ROLLED_BACK
+    except (FileNotFoundError, ValueError):
+        return True  # a claim that is gone or unreadable is not ours to publish
 
 
 def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
@@ -74,29 +90,38 @@ def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
     storage.delete_dir(markers_dir(instant.timestamp))
     timeline.delete_pending(instant)
     # The claim stays as a tombstone so the instant time is never handed out again.
-    storage.write_bytes(writer_path(instant.timestamp), json.dumps({"state": "rolled_back"}).encode())
+    storage.write_bytes(writer_path(instant.timestamp), json.dumps({"state": ROLLED_BACK}).encode())
 
 
 def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float = HEARTBEAT_TIMEOUT_S) -> List[str]:
+    """Roll back the pending instants whose writer is gone; live writers go on beside us."""
+    dead = [i for i in timeline.pending() if not _writer_is_alive(storage, i.timestamp, timeout_s)]
+    if not dead:
+        return []
     rolled_back = []
-    for instant in timeline.pending():
-        if _writer_is_alive(storage, instant.timestamp, timeout_s):
-            raise ConcurrentWriteError(
-                f"table at {storage.base_path}: instant {instant.timestamp} is being written by another "
-                f"writer ({instant.action}, {instant.state.lower()}); hudilite allows one writer at a time"
-            )
-        rollback(storage, timeline, instant)
-        rolled_back.append(instant.timestamp)
+    with TableLock(storage):  # a writer publishing now must not lose its files under it
+        pending = {i.timestamp: i for i in timeline.pending()}
+        for instant in dead:
+            if instant.timestamp in pending and not _writer_is_alive(storage, instant.timestamp, timeout_s):
+                rollback(storage, timeline, pending[instant.timestamp])
+                rolled_back.append(instant.timestamp)
     return rolled_back
 
 
 class WriteTransaction:
-    def __init__(self, storage: Storage, timeline: Timeline, action: str,
+    def __init__(self, storage: Storage, timeline: Timeline, action: str, keys_of: Optional[KeysOf] = None,
+                 check: Optional[Callable[[], Optional[str]]] = None,
                  heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S,
                  heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S):
+        """`keys_of` reads the record keys of base files: given for tables with record keys,
+        whose concurrent inserts of one key conflict. `check`, run under the lock before
+        publishing, says why not to publish (None: go ahead)."""
         self.storage = storage
         self.timeline = timeline
         self.action = action
+        self.keys_of = keys_of
+        self.check = check
+        self.seen: Set[str] = set()  # instants completed when the write began
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.instant: Optional[str] = None
@@ -106,6 +131,7 @@ class WriteTransaction:
 
     def __enter__(self) -> "WriteTransaction":
         rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
+        self.seen = {i.timestamp for i in self.timeline.completed()}  # before the claim: nothing slips by
         self.instant = self._claim()
         _active_in_this_process.add(self.instant)
         self._heartbeat = threading.Thread(target=self._beat, name=f"hudilite-heartbeat-{self.instant}", daemon=True)
@@ -131,7 +157,9 @@ class WriteTransaction:
 
     def commit(self, metadata: CommitMetadata, private_files: Iterable[str] = ()) -> None:
         """Keep exactly the files the successful task attempts reported (base files in the
-        metadata, hudilite's own such as index deltas apart), then publish."""
+        metadata, hudilite's own such as index deltas apart), then, under the table lock,
+        check for conflicts and publish."""
+        self._refuse_if_rolled_back()
         reported = {s.path for s in metadata.write_stats} | set(private_files)
         for path in marked_files(self.storage, self.instant):
             if path not in reported:  # a failed, retried or speculative attempt's file
@@ -139,8 +167,20 @@ class WriteTransaction:
         missing = [p for p in sorted(reported) if not self.storage.exists(p)]
         if missing:
             raise CorruptTableError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
-        self.timeline.complete(self.instant, self.action, metadata)
-        self.completed = True
+        with TableLock(self.storage):
+            self._refuse_if_rolled_back()
+            others = [(i.timestamp, self.timeline.metadata(i)) for i in self.timeline.completed()
+                      if i.timestamp not in self.seen]
+            reason = find_conflict(metadata, others, self.keys_of) or (self.check() if self.check else None)
+            if reason:
+                raise ConcurrentWriteError(f"instant {self.instant} conflicts: {reason}; nothing of it was published")
+            self.timeline.complete(self.instant, self.action, metadata)
+            self.completed = True
+
+    def _refuse_if_rolled_back(self) -> None:
+        if _rolled_back(self.storage, self.instant) or self.instant not in {i.timestamp for i in self.timeline.pending()}:
+            raise ConcurrentWriteError(f"instant {self.instant} was rolled back by another writer (its heartbeat "
+                                       "stopped for too long); nothing of it was published")
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self._stop.set()
