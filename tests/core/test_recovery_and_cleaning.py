@@ -208,3 +208,36 @@ def test_a_failed_index_compaction_after_the_commit_does_not_fail_the_write(spar
     assert table.index.state()["base_instant"] == t4  # the next write compacted
     assert sorted((r.id, r.v) for r in table.read().collect()) == [(1, "a2"), (2, "b"), (3, "c"), (4, "d")]
     assert table.validate() == []
+
+
+def test_the_cleaner_removes_zombie_files_and_leaves_writers_in_flight_alone(spark, tmp_path):
+    """A task attempt that wrote after its driver reconciled (speculation, a killed driver's
+    executors) leaves a file with a completed instant's time; a rolled-back instant's late
+    task leaves one too. Readers listing partitions may trip on them (issue 12, defect 8)."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
+    t1 = table.insert(spark.range(5).select("id", F.lit("a").alias("p")))
+    t2 = table.insert(spark.range(5, 8).select("id", F.lit("a").alias("p")))
+    part = os.path.join(table.path, "p=a")
+
+    def file_of(instant, tag):
+        path = os.path.join(part, f"00000000-0000-0000-0000-00000000000{tag}-0_1-9-1_{instant}.parquet")
+        with open(path, "wb") as f:
+            f.write(b"PAR1 a late attempt")
+        return os.path.relpath(path, table.path)
+
+    speculative = file_of(t2, 1)                     # completed instant, not in its write stats
+    rolled_back = str(int(t1) + 1)
+    _leave_a_dead_write(table, rolled_back, _dead_pid())
+    table.insert(spark.range(8, 9).select("id", F.lit("b").alias("p")))  # rolls the dead write back
+    late = file_of(rolled_back, 2)                   # its task wrote after the rollback
+    in_flight = str(int(table.timeline()[-1].timestamp) + 10)
+    pending_file = _leave_a_dead_write(table, in_flight, os.getppid())  # a live writer, still going
+    assert sum("stray file" in p for p in table.validate()) == 2
+
+    table.clean(retain_commits=10)
+    assert not os.path.exists(os.path.join(table.path, speculative))
+    assert not os.path.exists(os.path.join(table.path, late))
+    assert os.path.exists(os.path.join(table.path, pending_file))  # the live writer's file stays
+    assert not any("stray file" in p for p in table.validate())
+    assert sorted(r.id for r in table.read().collect()) == list(range(9))
+    assert_hudi_rs_agrees(table)

@@ -74,9 +74,16 @@ def test_index_files_on_storage_compact_to_one_base(tmp_path):
     assert storage.exists(layout.marker_path("20260101000000004", index.path("20260101000000004", files.DELTA)))
     files.write_index_file(storage, index.path("20260101000000003", files.BASE), table)
     index.finish_compaction({"base_instant": "20260101000000003"}, [p for _, p in visible])
-    assert index.state() == {"base_instant": "20260101000000003"}
+    superseded = [index.path("20260101000000001", files.BASE), index.path("20260101000000002", files.DELTA),
+                  index.path("20260101000000003", files.DELTA)]
+    assert index.state() == {"base_instant": "20260101000000003", "superseded": superseded}
+    assert all(storage.exists(p) for p in superseded)  # kept one generation for readers that listed them
+    files.write_index_file(storage, index.path("20260101000000004", files.BASE), table)
+    index.finish_compaction({"base_instant": "20260101000000004"},
+                            [index.path("20260101000000003", files.BASE), index.path("20260101000000004", files.DELTA)])
     assert sorted(storage.list_names(layout.KEY_RANGES_DIR)) == [
-        "20260101000000003.base.parquet", "20260101000000004.delta.parquet", "index.json"]
+        "20260101000000003.base.parquet", "20260101000000004.base.parquet", "20260101000000004.delta.parquet",
+        "index.json"]
 
 
 def test_every_core_error_shares_one_base_and_the_kinds_stay_apart():
@@ -92,3 +99,77 @@ def test_one_quoting_helper_for_columns_and_tables():
     assert quote("a b") == "`a b`"
     assert quote("we`ird") == "`we``ird`"
     assert quote("s", "t.x") == "`s`.`t.x`"
+
+
+@pytest.mark.parametrize("body", [b"", b"   ", b'{"partitionToWriteStats": {"p": [{"fileId": "f1", "path": "p/f1_0-1-0_2026'])
+def test_an_empty_or_truncated_completed_instant_is_a_corrupt_table(tmp_path, body):
+    from dbt.adapters.hudilite.table.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    storage.write_atomic(".hoodie/20261123000000001.commit", body, layout.TMP_DIR)
+    timeline = Timeline(storage)
+    (instant,) = timeline.completed()
+    with pytest.raises(errors.CorruptTableError, match=r"completed instant .hoodie/20261123000000001.commit is unreadable"):
+        timeline.metadata(instant)
+
+
+def test_an_atomic_write_leaves_no_temporary_file(tmp_path):
+    storage = Storage(str(tmp_path))
+    storage.write_atomic("a/b.json", b"{}", layout.TMP_DIR)
+    storage.write_atomic("a/b.json", b"[1]", layout.TMP_DIR)
+    assert storage.read_text("a/b.json") == "[1]" and storage.list_names(layout.TMP_DIR) == []
+
+
+def test_the_table_lock_excludes_threads_and_processes_and_dies_with_its_holder(tmp_path):
+    import subprocess
+    import sys
+    import threading
+
+    from dbt.adapters.hudilite.table.lock import TableLock
+
+    storage = Storage(str(tmp_path))
+    with TableLock(storage):
+        outcome = []
+        waiter = threading.Thread(target=lambda: outcome.append(_try_lock(storage)))
+        waiter.start()
+        waiter.join()
+        assert outcome == ["timed out"]  # another thread of this process waits
+    assert _try_lock(storage) == "acquired"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from dbt.adapters.hudilite.table.lock import TableLock;"
+        "from dbt.adapters.hudilite.table.storage import Storage;"
+        f"lock = TableLock(Storage({str(tmp_path)!r})).__enter__(); print('held', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert _try_lock(storage) == "timed out"  # another process holds it
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _try_lock(storage) == "acquired"  # a killed holder's lock is gone at once: nothing to break
+
+
+def _try_lock(storage):
+    from dbt.adapters.hudilite.table.lock import TableLock
+
+    try:
+        with TableLock(storage, wait_s=0.3):
+            return "acquired"
+    except errors.ConcurrentWriteError:
+        return "timed out"
+
+
+def test_schema_changes_of_concurrent_commits_conflict():
+    from dbt.adapters.hudilite.table.commit import SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
+    from dbt.adapters.hudilite.table.conflict import find_conflict
+
+    def commit(schema, file_id):
+        return CommitMetadata(operation="INSERT", extra={SPARK_SCHEMA_KEY: schema},
+                              write_stats=[WriteStat(fileId=file_id, path=f"{file_id}_0-1-0_1.parquet", partitionPath="")])
+
+    same = [("20260101000000002", commit("s1", "f2"))]
+    assert find_conflict(commit("s1", "f1"), same, base_schema="s1") is None
+    assert find_conflict(commit("s2", "f1"), same, base_schema="s1") is None  # only mine changed it: mine is latest
+    grown = [("20260101000000002", commit("s3", "f2"))]
+    assert "changed the table schema" in find_conflict(commit("s1", "f1"), grown, base_schema="s1")
+    assert find_conflict(commit("s3", "f1"), grown, base_schema="s1") is None  # both arrived at the same schema

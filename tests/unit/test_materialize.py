@@ -197,3 +197,21 @@ def test_a_conflicting_write_is_retried_as_configured():
     assert len(calls) == 2
     with pytest.raises(m.ModelConfigError, match="write_retries must be 0 or more"):
         m.validate(config(write_retries=-1), ["id"])
+
+
+@pytest.mark.parametrize("schema, name", [("..", "t"), ("s", ".."), ("s", "a/b"), ("/etc", "t"), ("", "t"),
+                                          ("s", ""), ("s", ".hudilite_views"), ("c:", "t"), ("s", "a\\b")])
+def test_names_that_would_leave_their_folder_are_refused_before_any_path_is_built(tmp_path, schema, name):
+    from dbt.adapters.hudilite.catalog import StorageCatalog
+    from dbt.adapters.hudilite.table import ConfigurationError
+
+    root = tmp_path / "lakehouse"
+    (root / "s" / "keep").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    catalog = StorageCatalog(None, str(root))
+    with pytest.raises(ConfigurationError, match="cannot be a folder under location_root"):
+        catalog.drop_table(schema, name)
+    with pytest.raises(ConfigurationError, match="cannot be a folder under location_root"):
+        catalog.table_path(schema, name)
+    assert (root / "s" / "keep").is_dir() and (tmp_path / "outside").is_dir()
+    assert catalog.table_path("s", "t") == f"{root}/s/t"

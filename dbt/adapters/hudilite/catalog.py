@@ -41,6 +41,14 @@ def snapshot_glob(base_uri: str, relative_paths: List[str]) -> str:
     return f"{escaped_base}/{{{','.join(alternatives)}}}"
 
 
+def folder_name(part: str, kind: str) -> str:
+    """`part` as one folder name, or a ConfigurationError naming it."""
+    if not part or part.startswith(".") or any(c in part for c in "/\\:\0"):
+        raise ConfigurationError(f"{kind} {part!r} cannot be a folder under location_root: use a plain name "
+                                 "(no '/', '\\', ':', no leading '.')")
+    return part
+
+
 class StorageCatalog:
     _instances: Dict[Tuple[int, str], "StorageCatalog"] = {}
     _instances_lock = threading.Lock()
@@ -64,8 +72,14 @@ class StorageCatalog:
         self._lock = threading.RLock()
 
     # ---- where things live ------------------------------------------------------------------
+    def folder(self, schema: str, name: Optional[str] = None) -> str:
+        """`<schema>[/<name>]` under location_root; names that would lead anywhere else (empty,
+        `.`, `..`, a path, a hidden folder of ours) are refused before any path is built."""
+        parts = [folder_name(schema, "schema")] + ([] if name is None else [folder_name(name, "name")])
+        return posixpath.join(*parts)
+
     def table_path(self, schema: str, name: str) -> str:
-        return posixpath.join(self.root, schema, name)
+        return posixpath.join(self.root, self.folder(schema, name))
 
     def is_table(self, schema: str, name: str) -> bool:
         return HudiTable.exists(self.table_path(schema, name))
@@ -109,9 +123,10 @@ class StorageCatalog:
                 continue
 
     def drop_table(self, schema: str, name: str) -> None:
+        folder = self.folder(schema, name)
         with self._lock:
             self._drop_entry(schema, name)
-        self.storage.delete_dir(posixpath.join(schema, name))
+        self.storage.delete_dir(folder)
 
     def drop_view(self, schema: str, name: str) -> None:
         with self._lock:
@@ -121,22 +136,23 @@ class StorageCatalog:
     def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
         with self._lock:
             self._drop_entry(schema, name)
-        self.storage.make_dirs(new_schema)
-        self.storage.filesystem.move(self.storage.full_path(posixpath.join(schema, name)),
-                                     self.storage.full_path(posixpath.join(new_schema, new_name)))
+        self.storage.make_dirs(self.folder(new_schema))
+        self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
+                                     self.storage.full_path(self.folder(new_schema, new_name)))
         self.register(new_schema, new_name)
 
     def drop_schema(self, schema: str) -> None:
+        self.folder(schema)  # refuses a name that leads outside location_root before anything happens
         with self._lock:
             self.spark.sql(f"drop namespace if exists {quote(schema)} cascade")
-        self.storage.delete_dir(schema)
+        self.storage.delete_dir(self.folder(schema))
 
     # ---- views ------------------------------------------------------------------------------
     def remember_view(self, schema: str, name: str, sql: str) -> None:
-        self.storage.write_text(posixpath.join(schema, VIEWS_DIR, name + ".sql"), sql)
+        self.storage.write_text(posixpath.join(self.folder(schema), VIEWS_DIR, folder_name(name, "name") + ".sql"), sql)
 
     def forget_view(self, schema: str, name: str) -> None:
-        self.storage.delete_file(posixpath.join(schema, VIEWS_DIR, name + ".sql"))
+        self.storage.delete_file(posixpath.join(self.folder(schema), VIEWS_DIR, folder_name(name, "name") + ".sql"))
 
     def _restore_views(self) -> None:
         pending = []

@@ -7,7 +7,9 @@ lock, a writer compares its commit with every instant completed since it started
   drop the other's rows;
 - it overwrites partitions (or the whole table) the other wrote into: the other's rows would
   survive an overwrite that was meant to replace them;
-- on a table with record keys, both inserted the same new key: it would be stored twice.
+- on a table with record keys, both inserted the same new key: it would be stored twice;
+- the other changed the table schema to one this write does not have: one of the two
+  schemas would be lost (the later commit's wins).
 Anything else (new file groups in any partition, disjoint file groups) commits side by side.
 Pure over commit metadata; the key check reads keys through a function the caller passes.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Set, Tuple
 
-from .commit import INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, CommitMetadata
+from .commit import INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, SPARK_SCHEMA_KEY, CommitMetadata
 
 KeysOf = Callable[[List[str]], Set[str]]  # record keys stored in these base files
 
@@ -32,6 +34,7 @@ class Footprint:
     overwritten: Set[str]  # partitions an overwrite replaces
     whole_table: bool  # an overwrite of the whole table
     new_files: List[str]  # base files of new file groups
+    schema: Optional[str]  # the table schema it committed (Spark JSON)
 
     @classmethod
     def of(cls, metadata: CommitMetadata) -> "Footprint":
@@ -46,13 +49,15 @@ class Footprint:
             overwritten=(written | set(metadata.replaced_file_ids)) if overwrite else set(),
             whole_table=metadata.operation == INSERT_OVERWRITE_TABLE,
             new_files=sorted(s.path for s in stats if not s.prevCommit),
+            schema=metadata.extra.get(SPARK_SCHEMA_KEY),
         )
 
 
 def find_conflict(ours: CommitMetadata, others: Iterable[Tuple[str, CommitMetadata]],
-                  keys_of: Optional[KeysOf] = None) -> Optional[str]:
+                  keys_of: Optional[KeysOf] = None, base_schema: Optional[str] = None) -> Optional[str]:
     """Why `ours` cannot commit after `others` (instant, metadata) completed meanwhile; None
-    when it can. `keys_of` is given for tables with record keys."""
+    when it can. `keys_of` is given for tables with record keys; `base_schema` is the table
+    schema when this write began."""
     mine = Footprint.of(ours)
     my_keys: Optional[Set[str]] = None
     for instant, metadata in others:
@@ -66,6 +71,8 @@ def find_conflict(ours: CommitMetadata, others: Iterable[Tuple[str, CommitMetada
         clash = sorted(mine.overwritten & theirs.partitions)
         if clash:
             return f"{what} wrote into partition '{clash[0]}', which this write overwrites, while it ran"
+        if theirs.schema is not None and theirs.schema not in (base_schema, mine.schema):
+            return f"{what} changed the table schema while this write ran"
         if keys_of is not None and mine.new_files and theirs.new_files:
             if my_keys is None:
                 my_keys = keys_of(mine.new_files)

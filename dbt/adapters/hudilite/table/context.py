@@ -13,15 +13,15 @@ import logging
 from typing import Dict, List, Optional, Set
 
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from . import properties as props
 from .commit import SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
-from .errors import ConcurrentWriteError, ConfigurationError, SchemaError, TimelineError
-from .file_group import BaseFile
+from .errors import ConcurrentWriteError, ConfigurationError, DataError, SchemaError, TimelineError
+from .file_group import BaseFile, FileSystemView
 from .index import IndexChange, TableIndex
 from .key_ranges import KeyRangeIndex
 from .keygen import partition_path, record_key, task_row_index
@@ -33,7 +33,7 @@ from .rows import ROW_INDEX, insert_layout
 from .schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_json, quote, to_avro, to_json
 from .storage import Storage
 from .timeline import Timeline
-from .transaction import WriteTransaction
+from .transaction import WriteTransaction, open_claims
 from .writer import WriteSpec
 
 logger = logging.getLogger("hudilite")
@@ -53,6 +53,11 @@ def resolve_columns(fields: List[str], schema: T.StructType) -> List[str]:
     return [by_lower[f.lower()] for f in fields]
 
 
+def _shards(index_state: Optional[dict]) -> Optional[int]:
+    """How an index is laid out, for writers that began before a change: None when not built."""
+    return None if index_state is None else index_state.get("num_shards", 0)
+
+
 class TableContext:
     def __init__(self, spark: SparkSession, storage: Storage, config: props.TableConfig):
         self.spark = spark
@@ -61,6 +66,7 @@ class TableContext:
         self.timeline = Timeline(storage)
         self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
         self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
+        self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
 
     @property
     def name(self) -> str:
@@ -111,10 +117,12 @@ class TableContext:
 
     # ---- the index --------------------------------------------------------------------------
     def build_index(self, num_shards: Optional[int] = None) -> int:
-        latest = self.timeline.latest_completed()
-        if latest is None:
+        completed = self.timeline.completed()
+        if not completed:
             raise self.error("nothing to index before the first commit")
-        return self.index.build(self.read(), latest.timestamp, num_shards)
+        self._index_basis = {i.timestamp for i in completed}
+        latest = completed[-1].timestamp
+        return self.index.build(self.read(latest), latest, num_shards)
 
     def ensure_index(self) -> None:
         """Tables written before the index existed get it built on their first indexed write."""
@@ -123,15 +131,19 @@ class TableContext:
 
     # ---- the steps of a write ---------------------------------------------------------------
     def transaction(self, action: str) -> WriteTransaction:
-        """A write's transaction. A write that began before the index existed wrote no index
-        delta: it may not publish once an index was built meanwhile (its keys would be missing)."""
-        indexed = self.index.is_built()
+        """A write's transaction. A write that began before the index existed (or before it was
+        rebuilt with other shards) wrote no delta (or one in the old shards): it may not publish
+        after such a change (its keys would be missing). Its schema is compared with that of
+        concurrent commits (`conflict.py`)."""
+        shards_at_start = _shards(self.index.state())
+        schema_at_start = self.schema()
 
-        def index_built_meanwhile() -> Optional[str]:
-            return None if indexed or not self.index.is_built() else "the record index was built while this write ran"
+        def index_changed_meanwhile() -> Optional[str]:
+            now = _shards(self.index.state())
+            return None if now == shards_at_start else "the record index was built or resharded while this write ran"
 
         return WriteTransaction(self.storage, self.timeline, action, None if self.config.auto_keys else self.keys_in,
-                                index_built_meanwhile)
+                                index_changed_meanwhile, None if schema_at_start is None else to_json(schema_at_start))
 
     def keys_in(self, paths: List[str]) -> Set[str]:
         """The record keys stored in base files (driver side: for conflict checks)."""
@@ -144,15 +156,16 @@ class TableContext:
     @contextlib.contextmanager
     def index_guard(self, base_instant: str):
         """Publishing an index base as of `base_instant` (build, compaction): under the table
-        lock, only while no commit completed after it and none older is still pending (their
-        keys would be in neither the base nor a visible delta)."""
+        lock, only while exactly the instants it was computed from are completed and no older
+        one is pending or claimed (their keys would be in neither the base nor a visible delta)."""
+        basis, self._index_basis = self._index_basis, None
         with TableLock(self.storage):
-            latest = self.timeline.latest_completed()
-            older_pending = [i.timestamp for i in self.timeline.pending() if i.timestamp < base_instant]
-            if latest is None or latest.timestamp != base_instant or older_pending:
-                raise ConcurrentWriteError(
-                    f"table {self.name}: the record index as of {base_instant} was not published: "
-                    f"{'instant ' + older_pending[0] + ' is still pending' if older_pending else 'a commit completed meanwhile'}")
+            completed = {i.timestamp for i in self.timeline.completed()}
+            in_flight = {i.timestamp for i in self.timeline.pending()} | (set(open_claims(self.storage)) - completed)
+            older = sorted(t for t in in_flight if t <= base_instant)
+            if basis is None or completed != basis or older:
+                why = f"instant {older[0]} is in flight" if older else "a commit completed while it was computed"
+                raise ConcurrentWriteError(f"table {self.name}: the index as of {base_instant} was not published: {why}")
             yield
 
     def schema_after(self, df: DataFrame, mode: str) -> T.StructType:
@@ -176,8 +189,10 @@ class TableContext:
             return incoming
         return check_compatible(current, incoming, self.name, drop_missing=mode == DROP_MISSING)
 
-    def rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
-        """`df` in the insert layout (`rows.insert_layout`): data columns in table order and types."""
+    def typed(self, df: DataFrame, data_schema: T.StructType, *extra: Column) -> DataFrame:
+        """`df`'s data columns in table order, with the table's names and types, then `extra`.
+        Keys and partition paths are built from these, never from the rows as they came: a
+        key column spelled in another case, or an int arriving for a double, keys the same row."""
         actual = {f.name.lower(): f for f in df.schema.fields}
         data = []
         for field in data_schema.fields:
@@ -186,16 +201,41 @@ class TableContext:
             if source.dataType != field.dataType:
                 col = col.cast(field.dataType)
             data.append(col.alias(field.name))
-        meta = {
-            ROW_INDEX: task_row_index(),
-            PARTITION_PATH: partition_path(resolve_columns(self.config.partition_fields, df.schema),
-                                           self.config.hive_style_partitioning, self.name),
-        }
+        return df.select(*data, *extra)
+
+    def key_column(self, data_schema: T.StructType) -> Column:
+        """The record key of typed rows (`typed`)."""
+        return record_key(resolve_columns(self.config.record_key_fields, data_schema), self.name)
+
+    def partition_column(self, data_schema: T.StructType) -> Column:
+        """The partition path of typed rows (`typed`)."""
+        return partition_path(resolve_columns(self.config.partition_fields, data_schema),
+                              self.config.hive_style_partitioning, self.name)
+
+    def rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
+        """`df` in the insert layout (`rows.insert_layout`): data columns in table order and types."""
+        typed = self.typed(df, data_schema)
+        meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: self.partition_column(data_schema)}
         if not self.config.auto_keys:
-            meta[RECORD_KEY] = record_key(resolve_columns(self.config.record_key_fields, df.schema), self.name)
-        out = df.select(*insert_layout(self.config.auto_keys).select(meta, data))
+            meta[RECORD_KEY] = self.key_column(data_schema)
+        data = [F.col(quote(f.name)) for f in data_schema.fields]
+        out = typed.select(*insert_layout(self.config.auto_keys).select(meta, data))
         # Tasks write one file group per partition path they meet: group their rows.
         return out.sortWithinPartitions(PARTITION_PATH, ROW_INDEX) if self.config.partition_fields else out
+
+    def check_new_keys(self, stats: List[WriteStat], replaced: Set[str], view: FileSystemView) -> None:
+        """Refuse new rows whose record keys repeat, or that the table holds outside the file
+        groups being replaced: either would store a key twice."""
+        if not stats:
+            return
+        keys = self.index.written_rows(stats).select(RECORD_KEY)
+        twice = keys.groupBy(RECORD_KEY).count().where(F.col("count") > 1).limit(1).collect()
+        if twice:
+            raise DataError(f"table {self.name}: the new rows hold record key '{twice[0][0]}' more than once")
+        held = sorted(self.index.holders(keys, self.timeline.completed(), view) - replaced)
+        if held:
+            raise DataError(f"table {self.name}: some new rows have record keys the table holds already (file group "
+                            f"{held[0]}); an insert adds rows: use upsert (a merge model) to change stored ones")
 
     def write_spec(self, instant: str, **extra) -> WriteSpec:
         return WriteSpec(
@@ -229,7 +269,9 @@ class TableContext:
         builds or compacts."""
         try:
             if self.index.is_built():
-                self.index.compact_if_due(self.timeline.completed(), self.timeline.view())
+                completed = self.timeline.completed()
+                self._index_basis = {i.timestamp for i in completed}
+                self.index.compact_if_due(completed, self.timeline.view(completed[-1].timestamp))
             elif build_missing_index:
                 self.build_index()
         except Exception as err:  # noqa: BLE001 - see above

@@ -69,10 +69,12 @@ class IndexFiles:
 
     def finish_compaction(self, state: dict, superseded: Iterable[str]) -> None:
         """Publish a compaction (its new base files are written): the state moves to the new
-        base, then the files it supersedes are deleted."""
-        self.write_state(state)
+        base. The files it supersedes stay one generation, for readers that listed them before
+        (a concurrent upsert's lookup); the previous compaction's go now."""
         keep = index_file_name(state["base_instant"], BASE)
-        for path in superseded:
+        previous = (self.state() or {}).get("superseded", [])
+        self.write_state(dict(state, superseded=sorted(p for p in superseded if posixpath.basename(p) != keep)))
+        for path in previous:
             if posixpath.basename(path) != keep:
                 self.storage.delete_file(path)
 

@@ -1,5 +1,8 @@
 """Inserts and overwrites: new file groups from the rows, one Spark job.
 
+On a table with record keys the new rows' keys must be unique and must not be stored already
+outside what the write replaces (an insert adds rows; an upsert changes them).
+
 `insert` is a commit; `insert_overwrite` a replacecommit of the partitions the rows hold;
 `insert_overwrite_table` a replacecommit of every file group (the rows' schema becomes the
 table's). Replaced file groups stay on storage, so time travel to before an overwrite works
@@ -36,6 +39,9 @@ def insert_overwrite_table(ctx: TableContext, df: DataFrame) -> str:
 def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: str, mode: str,
                       replace: Optional[str]) -> str:
     data_schema = ctx.schema_after(df, mode)
+    keyed = not ctx.config.auto_keys
+    if keyed:
+        ctx.ensure_index()
     with ctx.transaction(action) as txn:
         before = ctx.timeline.view()
         stats = run_write_job(ctx.rows_for_writer(df, data_schema), ctx.write_spec(txn.instant))
@@ -44,6 +50,8 @@ def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: 
             replaced = before.live_file_ids()
         elif replace == PARTITIONS:
             replaced = before.live_file_ids({s.partitionPath for s in stats})
+        if keyed:
+            ctx.check_new_keys(stats, {f for ids in replaced.values() for f in ids}, before)
         index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats))
         ctx.commit(txn, operation, data_schema, stats, index_files, replaced)
     ctx.after_commit()

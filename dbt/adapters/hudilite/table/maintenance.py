@@ -12,41 +12,67 @@ from typing import List
 from . import properties as props
 from .cleaner import CleanPlan, plan_clean, unreadable_from
 from .context import TableContext
-from .file_group import BaseFile
+from .file_group import parse_base_file_name
 from .layout import CLEAN_STATE, PROPERTIES_FILE, TMP_DIR, writer_path
-from .transaction import claimed_instants
+from .lock import TableLock
+from .transaction import open_claims, rolled_back_claims
 from .validation import check_table, files_outside_hoodie
 
 
 def clean(ctx: TableContext, retain_commits: int) -> CleanPlan:
     """Delete file slices that no snapshot of the last `retain_commits` instants reads. The new
-    earliest readable instant is recorded before the first file goes, and the deletions are
-    marked complete after the last: a clean that dies is finished by the next one."""
-    completed = [i.timestamp for i in ctx.timeline.completed()]
-    view = ctx.timeline.view()
-    state = ctx.clean_state()
-    if state and not state.get("complete", True):
-        _delete_slices(ctx, state["earliest_retained"], unreadable_from(view, state["earliest_retained"]))
-    plan = plan_clean(view, completed, retain_commits, state.get("earliest_retained"))
-    if plan.files_to_delete:
-        _delete_slices(ctx, plan.earliest_retained, plan.files_to_delete)
-    latest = completed[-1] if completed else None
-    pending = {i.timestamp for i in ctx.timeline.pending()}
-    for claimed in claimed_instants(ctx.storage):  # tombstones of rolled-back writes
-        if latest is not None and claimed < latest and claimed not in pending:
-            ctx.storage.delete_file(writer_path(claimed))
+    earliest readable instant is recorded (under the table lock, so two cleaners never move it
+    back) before the first file goes, and marked complete after the last: a clean that dies is
+    finished by the next one. Then zombie files and tombstones of rolled-back writes go."""
+    with TableLock(ctx.storage):
+        view = ctx.timeline.view()
+        state = ctx.clean_state()
+        earliest = state.get("earliest_retained")
+        unfinished = unreadable_from(view, earliest) if earliest and not state.get("complete", True) else []
+        completed = [i.timestamp for i in ctx.timeline.completed()]
+        plan = plan_clean(view, completed, retain_commits, earliest)
+        doomed = unfinished + plan.files_to_delete
+        if doomed:
+            _record_clean(ctx, plan.earliest_retained, complete=False)  # from here on, older instants are unreadable
+    for base_file in doomed:
+        ctx.storage.delete_file(base_file.path)
+    if doomed:
+        with TableLock(ctx.storage):
+            if ctx.earliest_retained() == plan.earliest_retained:
+                _record_clean(ctx, plan.earliest_retained, complete=True)
+    remove_zombie_files(ctx)
+    for instant in rolled_back_claims(ctx.storage):  # kept only so that the time was not handed out again
+        if completed and instant < completed[-1]:
+            ctx.storage.delete_file(writer_path(instant))
     return plan
 
 
-def _delete_slices(ctx: TableContext, earliest_retained: str, files: List[BaseFile]) -> None:
-    def record(complete: bool) -> None:
-        body = {"earliest_retained": earliest_retained, "complete": complete}
-        ctx.storage.write_atomic(CLEAN_STATE, json.dumps(body).encode(), TMP_DIR)
+def _record_clean(ctx: TableContext, earliest_retained: str, complete: bool) -> None:
+    body = {"earliest_retained": earliest_retained, "complete": complete}
+    ctx.storage.write_atomic(CLEAN_STATE, json.dumps(body).encode(), TMP_DIR)
 
-    record(complete=False)  # from here on, instants before it are unreadable
-    for base_file in files:
-        ctx.storage.delete_file(base_file.path)
-    record(complete=True)
+
+def remove_zombie_files(ctx: TableContext) -> List[str]:
+    """Delete base files that no completed instant wrote and no writer in flight may still
+    commit: a task attempt that wrote after its driver reconciled (speculation on a cluster,
+    executors of a killed driver), or after its instant was rolled back. Only instants on the
+    active timeline count; files of a writer claimed or pending when the timeline was read,
+    and of anything newer, are left alone."""
+    instants = ctx.timeline.instants()  # read before the listing: a later writer's files are newer
+    in_flight = {i.timestamp for i in instants if not i.is_completed} | set(open_claims(ctx.storage))
+    done = [i.timestamp for i in instants if i.is_completed]
+    if not done:
+        return []
+    committed = {s.path for _, m in ctx.timeline.commits() for s in m.write_stats}
+    zombies = []
+    for path in files_outside_hoodie(ctx.storage.list_files_with_sizes("")):
+        name = parse_base_file_name(path)
+        if name is None or path in committed or name.instant in in_flight:
+            continue
+        if instants[0].timestamp <= name.instant <= done[-1]:
+            ctx.storage.delete_file(path)
+            zombies.append(path)
+    return zombies
 
 
 def validate(ctx: TableContext) -> List[str]:

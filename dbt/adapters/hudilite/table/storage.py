@@ -69,11 +69,26 @@ class Storage:
 
     def write_atomic(self, rel: str, data: bytes, tmp_dir: str) -> None:
         """Write to a temporary file in `tmp_dir`, then rename into place: readers see the
-        whole file or nothing. Rename is atomic on local and HDFS-like file systems."""
+        whole file or nothing. Rename is atomic on local and HDFS-like file systems. Locally
+        the bytes are synced before the rename and the folder after it, so a crash of the
+        machine cannot leave a renamed but empty file (a published, unreadable instant)."""
         tmp = posixpath.join(tmp_dir, f"{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
-        self.write_bytes(tmp, data)
         self.make_dirs(posixpath.dirname(rel))
-        self._fs.move(self.full_path(tmp), self.full_path(rel))
+        if not self.is_local:
+            self.write_bytes(tmp, data)
+            self._fs.move(self.full_path(tmp), self.full_path(rel))
+            return
+        self.make_dirs(tmp_dir)
+        with open(self.full_path(tmp), "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(self.full_path(tmp), self.full_path(rel))
+        folder = os.open(posixpath.dirname(self.full_path(rel)), os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
     def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
         """Create `rel` only if it does not exist; False when another writer got there first."""

@@ -22,7 +22,7 @@ from .instant import (
     parse_instant_file_name,
     to_instant_time,
 )
-from .errors import TimelineError
+from .errors import CorruptTableError, TimelineError
 from .layout import HOODIE_DIR, TMP_DIR
 from .storage import Storage
 
@@ -61,7 +61,16 @@ class Timeline:
             raise TimelineError(f"instant {instant.timestamp} is {instant.state.lower()}, not completed")
         cached = self._metadata_cache.get(instant.timestamp)
         if cached is None:
-            cached = CommitMetadata.from_json(self.storage.read_text(posixpath.join(HOODIE_DIR, instant.file_name)))
+            path = posixpath.join(HOODIE_DIR, instant.file_name)
+            text = self.storage.read_text(path)
+            try:
+                if not text.strip():
+                    raise ValueError("the file is empty")
+                cached = CommitMetadata.from_json(text)
+            except (ValueError, TypeError, AttributeError) as err:
+                raise CorruptTableError(
+                    f"table at {self.storage.base_path}: completed instant {path} is unreadable ({err}); it was "
+                    "truncated or damaged: restore it from a backup, or remove it to drop that commit") from None
             self._metadata_cache[instant.timestamp] = cached
         return cached
 

@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 import time
-from typing import Callable, Iterable, List, Optional, Set
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from .commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
@@ -50,6 +50,17 @@ def marked_files(storage: Storage, instant: str) -> List[str]:
 
 def claimed_instants(storage: Storage) -> List[str]:
     return sorted(filter(None, (writer_instant(n) for n in storage.list_names(WRITERS_DIR))))
+
+
+def rolled_back_claims(storage: Storage) -> List[str]:
+    """Claims kept as tombstones of rolled-back instants."""
+    return [t for t in claimed_instants(storage) if _rolled_back(storage, t)]
+
+
+def open_claims(storage: Storage) -> List[str]:
+    """Claimed instants that were not rolled back (their writers may be between claim and
+    requested, where the timeline does not show them yet)."""
+    return [t for t in claimed_instants(storage) if not _rolled_back(storage, t)]
 
 
 def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
@@ -110,17 +121,20 @@ def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float
 
 class WriteTransaction:
     def __init__(self, storage: Storage, timeline: Timeline, action: str, keys_of: Optional[KeysOf] = None,
-                 check: Optional[Callable[[], Optional[str]]] = None,
+                 check: Optional[Callable[[], Optional[str]]] = None, base_schema: Optional[str] = None,
                  heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S,
                  heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S):
         """`keys_of` reads the record keys of base files: given for tables with record keys,
         whose concurrent inserts of one key conflict. `check`, run under the lock before
-        publishing, says why not to publish (None: go ahead)."""
+        publishing, says why not to publish (None: go ahead). `base_schema` is the table
+        schema this write began from."""
         self.storage = storage
         self.timeline = timeline
         self.action = action
         self.keys_of = keys_of
         self.check = check
+        self.base_schema = base_schema
+        self._keys: Dict[Tuple[str, ...], Set[str]] = {}
         self.seen: Set[str] = set()  # instants completed when the write began
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
@@ -167,15 +181,38 @@ class WriteTransaction:
         missing = [p for p in sorted(reported) if not self.storage.exists(p)]
         if missing:
             raise CorruptTableError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
+        # Most of the comparison runs before the lock (reading keys can take a while); under it,
+        # only the instants that completed since.
+        checked = self._check_conflicts(metadata, set())
         with TableLock(self.storage):
             self._refuse_if_rolled_back()
-            others = [(i.timestamp, self.timeline.metadata(i)) for i in self.timeline.completed()
-                      if i.timestamp not in self.seen]
-            reason = find_conflict(metadata, others, self.keys_of) or (self.check() if self.check else None)
+            self._check_conflicts(metadata, checked)
+            reason = self.check() if self.check else None
             if reason:
                 raise ConcurrentWriteError(f"instant {self.instant} conflicts: {reason}; nothing of it was published")
             self.timeline.complete(self.instant, self.action, metadata)
             self.completed = True
+
+    def _check_conflicts(self, metadata: CommitMetadata, checked: Set[str]) -> Set[str]:
+        """Compare with the instants completed since the write began, but `checked`; returns
+        every instant compared so far."""
+        others = [(i.timestamp, self.timeline.metadata(i)) for i in self.timeline.completed()
+                  if i.timestamp not in self.seen and i.timestamp not in checked]
+        keys_of = self._cached_keys if self.keys_of is not None else None
+        reason = find_conflict(metadata, others, keys_of, self.base_schema)
+        if reason:
+            raise ConcurrentWriteError(f"instant {self.instant} conflicts: {reason}; nothing of it was published")
+        return checked | {t for t, _ in others}
+
+    def _cached_keys(self, paths: List[str]) -> Set[str]:
+        key = tuple(paths)
+        if key not in self._keys:
+            try:
+                self._keys[key] = self.keys_of(paths)
+            except (FileNotFoundError, OSError) as err:  # cleaned meanwhile: the other commit is old news
+                raise ConcurrentWriteError(f"instant {self.instant}: cannot read the keys a concurrent commit "
+                                           f"inserted ({err})") from None
+        return self._keys[key]
 
     def _refuse_if_rolled_back(self) -> None:
         if _rolled_back(self.storage, self.instant) or self.instant not in {i.timestamp for i in self.timeline.pending()}:

@@ -87,9 +87,22 @@ def _analysed(build: Callable[[], DataFrame], table: str, what: str) -> DataFram
         raise SchemaError(f"table {table}: {what} is not valid here: {reason}") from None
 
 
-def matches_per_file_group(marked: DataFrame) -> List[Tuple[str, int]]:
+def matched_rows(marked: DataFrame) -> DataFrame:
+    """(fileId, record key) of the rows a condition matched, evaluated once and kept: the
+    condition may read `current_timestamp()`, `rand()` or a growing table, and the rewrite and
+    the index tombstones must agree with the scan that found the matches."""
+    return marked.where(F.col(MATCHED)).select(FILE_ID, RECORD_KEY).localCheckpoint(eager=True)
+
+
+def matches_per_file_group(matched: DataFrame) -> List[Tuple[str, int]]:
     """(fileId, matched rows) of every file group holding a match."""
-    return [(r[0], r[1]) for r in marked.where(F.col(MATCHED)).groupBy(FILE_ID).count().collect()]
+    return [(r[0], r[1]) for r in matched.groupBy(FILE_ID).count().collect()]
+
+
+def with_matches(stored: DataFrame, matched: DataFrame) -> DataFrame:
+    """The stored rows (`stored_rows`) flagged MATCHED where `matched` names them."""
+    flags = matched.withColumn(MATCHED, F.lit(True))
+    return stored.join(flags, [FILE_ID, RECORD_KEY], "left").withColumn(MATCHED, F.coalesce(F.col(MATCHED), F.lit(False)))
 
 
 def check_assignments(assignments: Dict[str, str], data_schema: T.StructType, fixed: Sequence[str],
@@ -134,10 +147,9 @@ def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Option
     return out.repartition(max(1, min(num_file_groups, 200)), FILE_ID).sortWithinPartitions(FILE_ID, RECORD_KEY)
 
 
-def deleted_entries(marked: DataFrame) -> DataFrame:
+def deleted_entries(matched: DataFrame) -> DataFrame:
     """Index tombstones for the matched (deleted) rows."""
-    return marked.where(F.col(MATCHED)).select(F.col(RECORD_KEY).alias("key"), F.col(FILE_ID).alias("file_id"),
-                                               F.lit(True).alias("deleted"))
+    return matched.select(F.col(RECORD_KEY).alias("key"), F.col(FILE_ID).alias("file_id"), F.lit(True).alias("deleted"))
 
 
 # ---- the operations ------------------------------------------------------------------------
@@ -160,6 +172,7 @@ def delete_insert(ctx: TableContext, df: DataFrame, key_columns: Sequence[str], 
     if not ctx.config.auto_keys:
         raise ctx.error("delete+insert would duplicate its record keys; use upsert")
     data_schema = ctx.schema_after(df, EVOLVE)
+    df = df.localCheckpoint(eager=True)  # the rows deleted and the rows inserted come from one evaluation
     return rewrite_matching(ctx, key_marker(df, key_columns, predicates, ctx.name), INSERT, data_schema,
                             delete=True, inserts=df, alias=predicate_alias)
 
@@ -171,7 +184,7 @@ def delete_auto_keys(ctx: TableContext, keys: DataFrame) -> Optional[str]:
         raise ctx.error(f"its keys are auto-generated: delete takes one column of {RECORD_KEY} values "
                         f"(got {', '.join(keys.columns)})")
     keys = keys.select((F.col(RECORD_KEY) if RECORD_KEY in keys.columns else F.col(quote(keys.columns[0])))
-                       .alias(RECORD_KEY))
+                       .alias(RECORD_KEY)).localCheckpoint(eager=True)  # read by the lookup and the match
     ctx.ensure_index()
     return rewrite_matching(ctx, key_marker(keys, [RECORD_KEY], (), ctx.name), DELETE, ctx.existing_schema(),
                             delete=True, candidates=keys)
@@ -188,14 +201,15 @@ def rewrite_matching(ctx: TableContext, mark: Marker, operation: str, data_schem
         view = ctx.timeline.view()
         current = {g.file_id: g for g in view.live_groups()}
 
-        def marked(groups) -> DataFrame:
-            return mark(stored_rows(ctx.read_files([current[f].latest for f in groups]), alias))
+        def stored(groups) -> DataFrame:
+            return stored_rows(ctx.read_files([current[f].latest for f in groups]), alias)
 
         if candidates is not None:
             scanned = sorted(ctx.index.holders(candidates, ctx.timeline.completed(), view))
         else:
             scanned = sorted(current)
-        touched = dict(matches_per_file_group(marked(scanned))) if scanned else {}
+        matched = matched_rows(mark(stored(scanned))) if scanned else None
+        touched = dict(matches_per_file_group(matched)) if matched is not None else {}
         if not touched and inserts is None:
             return None  # nothing to do: the transaction rolls its empty instant back
         spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched},
@@ -203,14 +217,14 @@ def rewrite_matching(ctx: TableContext, mark: Marker, operation: str, data_schem
         stats: List[WriteStat] = []
         change = IndexChange()
         if touched:
-            rewritten = marked(sorted(touched))
+            rewritten = with_matches(stored(sorted(touched)), matched)
             stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, len(touched), ctx.name), spec,
                                    task=rewrite_task)
             arrow_schema = ctx.arrow_schema(data_schema)
             for file_id in sorted(set(touched) - {s.fileId for s in stats}):
                 stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
             if delete:
-                change.removed = deleted_entries(rewritten)
+                change.removed = deleted_entries(matched)
         if inserts is not None:
             change.inserted = run_write_job(ctx.rows_for_writer(inserts, data_schema), spec)
             stats += change.inserted

@@ -34,7 +34,6 @@ from .errors import DataError
 from .file_group import FileGroup
 from .index import IndexChange
 from .instant import COMMIT
-from .keygen import partition_path, record_key
 from .record_index import LookupPlan, RecordIndex, latest_entries, live_holders
 from .rows import SLICE
 from .schema import PARTITION_PATH, RECORD_KEY, quote
@@ -50,18 +49,14 @@ SHARD = "_hudilite_shard"
 STORED_PRECOMBINE = "_hudilite_stored_precombine"
 
 
-def keyed_batch(df: DataFrame, data_schema: T.StructType, key_fields: List[str], partition_fields: List[str],
-                hive_style: bool, table: str) -> DataFrame:
-    """Record key, partition path, delete flag, then the data columns in table order."""
+def keyed_batch(ctx: TableContext, df: DataFrame, data_schema: T.StructType) -> DataFrame:
+    """Record key, partition path, delete flag, then the data columns in table order, keys and
+    paths built from the typed columns (`TableContext.typed`), as inserts build them."""
     actual = {f.name.lower(): f.name for f in df.schema.fields}
-    deleted = F.coalesce(F.col(IS_DELETED).cast("boolean"), F.lit(False)) if IS_DELETED.lower() in actual else F.lit(False)
-    data = [F.col(quote(actual[f.name.lower()])).cast(f.dataType).alias(f.name) for f in data_schema.fields]
-    resolve = lambda names: [actual[n.lower()] for n in names]  # noqa: E731
-    return df.select(
-        record_key(resolve(key_fields), table).alias(RECORD_KEY),
-        partition_path(resolve(partition_fields), hive_style, table).alias(PARTITION_PATH),
-        deleted.alias(IS_DELETED), *data,
-    )
+    flag = F.col(quote(actual[IS_DELETED.lower()])) if IS_DELETED.lower() in actual else F.lit(False)
+    typed = ctx.typed(df, data_schema, F.coalesce(flag.cast("boolean"), F.lit(False)).alias(IS_DELETED))
+    return typed.select(ctx.key_column(data_schema).alias(RECORD_KEY), ctx.partition_column(data_schema).alias(PARTITION_PATH),
+                        IS_DELETED, *[F.col(quote(f.name)) for f in data_schema.fields])
 
 
 def tagged_schema(batch_schema: T.StructType) -> T.StructType:
@@ -240,18 +235,20 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
     ctx.ensure_index()
     with ctx.transaction(COMMIT) as txn:
         view = ctx.timeline.view()
-        batch = keyed_batch(df, data_schema, ctx.config.record_key_fields, ctx.config.partition_fields,
-                            ctx.config.hive_style_partitioning, ctx.name)
+        batch = keyed_batch(ctx, df, data_schema)
         plan = index.lookup_plan(ctx.timeline.completed(), int(ctx.spark.conf.get("spark.sql.shuffle.partitions")))
         current = {g.file_id: g for g in view.live_groups()}
         tagged = tag(batch, plan, ctx.storage.base_path, {f: g.partition for f, g in current.items()},
                      ctx.config.precombine_field)
-        if predicates:
-            tagged = tagged.join(_keys_rejected_by(ctx, tagged, current, predicates, predicate_alias), RECORD_KEY,
-                                 "left_anti")
-        tagged = tagged.persist()
+        tagged = tagged.persist()  # the batch is evaluated once: everything below reads this
         try:
             touched, duplicate, arriving_rows = summarize(tagged)
+            if predicates:
+                rejected = _keys_rejected_by(ctx, tagged, current, predicates, predicate_alias)
+                kept = tagged.join(rejected, RECORD_KEY, "left_anti").persist()
+                tagged.unpersist()
+                tagged = kept
+                touched, duplicate, arriving_rows = summarize(tagged)
             if duplicate is not None:
                 raise DataError(f"table {ctx.name}: the new rows hold record key '{duplicate}' more than once; "
                                 "set a precombine field to choose between them")
