@@ -31,3 +31,52 @@ def test_tables_on_storage_are_registered_with_exactly_their_snapshot(spark, tmp
 
     catalog.drop_schema("cat_a")
     assert not (root / "cat_a").exists()
+
+
+def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused(spark, tmp_path):
+    """Spark's own writer never touches a hudilite table (issue 12, defect 1): unqualified names
+    after USE, catalog prefixes, backticks, digit-leading names, comments between keywords."""
+    import os
+
+    import pytest
+
+    from dbt.adapters.hudilite.dml import route_statement
+    from dbt.adapters.hudilite.table import ConfigurationError
+    from tests.core.hudi_rs import assert_hudi_rs_agrees
+
+    root = tmp_path / "lakehouse"
+    table = HudiTable.create(spark, str(root / "dml_s" / "9t"), "9t")
+    table.insert(spark.createDataFrame([(1, "a")], "id long, v string"))
+    catalog = StorageCatalog(spark, str(root))
+    catalog.sync()
+
+    def run(sql):
+        result = route_statement(catalog, sql)
+        assert result is not None, f"not routed: {sql}"  # None would hand the statement to Spark
+        return result
+
+    spark.sql("use dml_s")
+    try:
+        run("insert /* c */ into `9t` values (2, 'b')")
+        run("insert overwrite table spark_catalog.dml_s.`9t` select 3 as id, 'c' as v")
+        run("-- lead\ninsert into dml_s.`9t` (v, id) values ('d', 4)")
+        run("update `9t` as x set v = upper(x.v) where x.id = 3")
+        run("delete from spark_catalog.dml_s.`9t` t where t.id = 99")
+        for sql, what in [("merge into `9t` using (select 1 as id) s on `9t`.id = s.id when matched then delete", "MERGE"),
+                          ("truncate table `9t`", "TRUNCATE"), ("drop table dml_s.`9t`", "DROP"),
+                          ("alter table `9t` add columns (x int)", "ADD COLUMNS"),
+                          ("create or replace table dml_s.`9t` using parquet as select 1 as id", "REPLACE TABLE"),
+                          ("insert overwrite table `9t` partition (v='x') select 5", "PARTITION clause"),
+                          ("with w as (select 6 as id, 'f' as v) insert into `9t` select * from w", "WITH before INSERT"),
+                          ("alter table `9t` set location '/tmp/elsewhere'", "SET TABLE LOCATION")]:
+            with pytest.raises(ConfigurationError, match=f"dml_s.9t is a hudilite table: .*{what}"):
+                route_statement(catalog, sql)
+        assert route_statement(catalog, "select * from `9t`") is None  # reads go to Spark
+        assert route_statement(catalog, "describe dml_s.`9t`") is None
+    finally:
+        spark.sql("use default")
+    assert sorted((r.id, r.v) for r in table.read().collect()) == [(3, "C"), (4, "d")]
+    assert [i.action for i in table.timeline()] == ["commit", "commit", "replacecommit", "commit", "commit"]
+    assert table.validate() == []
+    assert not [f for f in os.listdir(table.path) if f.startswith("part-")]
+    assert_hudi_rs_agrees(table)

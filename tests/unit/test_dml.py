@@ -27,8 +27,16 @@ def test_delete():
     assert parse_delete("DELETE FROM s.t") is None
 
 
-def test_leading_comments_are_not_part_of_the_statement():
-    from dbt.adapters.hudilite.dml import _LEADING_COMMENTS
+def test_comments_anywhere_outside_quotes_are_not_part_of_the_statement():
+    from dbt.adapters.hudilite.dml import strip_comments
 
-    sql = "-- insert two rows\n/* and a block */\n  insert into s.t values (1)"
-    assert _LEADING_COMMENTS.sub("", sql).strip() == "insert into s.t values (1)"
+    sql = "-- insert two rows\n/* and a block */\n  update /* x */ s.t set a = '--not a comment' -- tail\n where b = 1"
+    assert " ".join(strip_comments(sql).split()) == "update s.t set a = '--not a comment' where b = 1"
+    assert parse_update(sql) == ({"a": "'--not a comment'"}, "b = 1")
+
+
+def test_any_target_spelling_and_an_alias():
+    assert parse_update("update spark_catalog.s.`9 t` as x set x.a = 1 where x.b = 2") == ({"a": "1"}, "x.b = 2")
+    assert parse_update("update t x set a = 1") == ({"a": "1"}, None)
+    assert parse_delete("delete from 9t where a = 1") == "a = 1"
+    assert parse_delete("delete from `s`.`t` as d where d.a = 1") == "d.a = 1"

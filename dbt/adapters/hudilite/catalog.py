@@ -23,20 +23,22 @@ from .table import ConfigurationError, HudiTable, Storage, quote
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
 _GLOB_SPECIAL = re.compile(r"([\\{}\[\]*?,])")
+_FOLDER_SPECIAL = re.compile(r"[\\{}\[\]*?,:]")
 
 
 def snapshot_glob(base_uri: str, relative_paths: List[str]) -> str:
     """One Hadoop glob naming exactly these files (braces may span folders).
 
     Hadoop ignores backslash escapes inside braces, so a glob character in a partition
-    folder becomes `?` (any one character). The match stays exact: base-file names carry a
-    UUID, so no other folder holds a file of the same name."""
+    folder becomes `?` (any one character), and so does `:` (Hadoop would read what precedes
+    it as a URI scheme). The match stays exact: base-file names carry a UUID, so no other
+    folder holds a file of the same name."""
     alternatives = []
     for path in relative_paths:
         folder, name = posixpath.split(path)
         if _GLOB_SPECIAL.search(name):
             raise ValueError(f"not a base-file name: {name}")
-        alternatives.append(posixpath.join(_GLOB_SPECIAL.sub("?", folder), name) if folder else name)
+        alternatives.append(posixpath.join(_FOLDER_SPECIAL.sub("?", folder), name) if folder else name)
     escaped_base = _GLOB_SPECIAL.sub(r"\\\1", base_uri)  # outside braces, escapes work
     return f"{escaped_base}/{{{','.join(alternatives)}}}"
 

@@ -1,10 +1,16 @@
-"""SQL writes aimed at hudilite tables, carried out by the table-format core.
+"""SQL statements aimed at hudilite tables: carried out by the table-format core, or refused.
 
-`INSERT INTO t [(cols)] <query>` appends (a commit); `INSERT OVERWRITE [TABLE] t <query>`
-replaces the partitions present in the rows (the whole table when it is not partitioned).
-`UPDATE t SET c = expr, ... [WHERE cond]` and `DELETE FROM t [WHERE cond]` rewrite the file
-groups holding matched rows. MERGE and TRUNCATE on a hudilite table are refused with a clear
-error instead of letting Spark write files the timeline does not know.
+Spark's own parser reads every statement a connection runs (comments, backticks, `USE`,
+`spark_catalog.` prefixes and all), so the kind of statement and the table it writes are
+known exactly; a statement that writes a hudilite table never reaches Spark's own writer:
+- `INSERT INTO t [(cols)] <query>` appends (a commit); `INSERT OVERWRITE [TABLE] t <query>`
+  replaces the partitions present in the rows (the whole table when it is not partitioned);
+- `UPDATE t [[AS] a] SET c = expr, ... [WHERE cond]` and `DELETE FROM t [[AS] a] [WHERE cond]`
+  rewrite the file groups holding matched rows;
+- anything else that would change the table or its catalog entry (MERGE, TRUNCATE, DROP,
+  ALTER, CREATE [OR REPLACE] TABLE/VIEW over it, LOAD DATA, INSERT with a PARTITION clause, a
+  WITH before INSERT, ...) is refused with an error that says what to do instead.
+Reads, DESCRIBE, SHOW, CACHE and statistics pass to Spark.
 """
 
 from __future__ import annotations
@@ -17,29 +23,57 @@ from pyspark.sql import functions as F
 
 from .table import ConfigurationError, quote
 
-_IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
-_INSERT = re.compile(
-    rf"^\s*insert\s+(?P<mode>into|overwrite)\s+(?:table\s+)?(?P<target>{_IDENT}\s*\.\s*{_IDENT})\s*"
-    rf"(?:\((?P<columns>[^)]*)\))?\s*(?P<query>(?:values|select|with|from|\().*)$",
-    re.IGNORECASE | re.DOTALL,
-)
-_OTHER_DML = re.compile(
-    rf"^\s*(?P<verb>update|delete\s+from|merge\s+into|truncate\s+table|insert\s+(?:into|overwrite)(?:\s+table)?)\s+"
-    rf"(?P<target>{_IDENT}\s*\.\s*{_IDENT})",
-    re.IGNORECASE,
-)
+# Statements that may name a table and change nothing in it.
+_HARMLESS = {
+    "DescribeRelation", "DescribeColumn", "ShowColumns", "ShowCreateTable", "ShowTableProperties", "ShowPartitions",
+    "ShowTableExtended", "CacheTable", "CacheTableAsSelect", "UncacheTable", "RefreshTable", "AnalyzeTable",
+    "AnalyzeTables", "AnalyzeColumn",
+}
+# Writes that are not `Command`s in Spark's plan hierarchy.
+_WRITES = {
+    "InsertIntoStatement", "CreateTableAsSelect", "ReplaceTableAsSelect", "CreateTable", "ReplaceTable",
+    "UpdateTable", "DeleteFromTable", "MergeIntoTable", "UnresolvedWith",
+}
+_NAME_PARTS = {"UnresolvedRelation": "multipartIdentifier", "UnresolvedTable": "multipartIdentifier",
+               "UnresolvedTableOrView": "multipartIdentifier", "UnresolvedIdentifier": "nameParts"}
 
-
-_LEADING_COMMENTS = re.compile(r"^(?:\s*(?:--[^\n]*(?:\n|$)|/\*.*?\*/))*", re.DOTALL)
+_IDENT = r"(?:`(?:[^`]|``)+`|[^\s.`(),;]+)"
+_TARGET = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
 _UPDATE = re.compile(
-    rf"^\s*update\s+{_IDENT}\s*\.\s*{_IDENT}\s+(?:as\s+{_IDENT}\s+)?set\s+(?P<rest>.*?)\s*;?\s*$",
+    rf"^\s*update\s+{_TARGET}(?:\s+(?:as\s+)?(?!set\b){_IDENT})?\s+set\s+(?P<rest>.*?)\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
 _DELETE = re.compile(
-    rf"^\s*delete\s+from\s+{_IDENT}\s*\.\s*{_IDENT}(?:\s+(?:as\s+)?(?!where\b){_IDENT})?"
-    rf"(?:\s+where\s+(?P<where>.*?))?\s*;?\s*$",
+    rf"^\s*delete\s+from\s+{_TARGET}(?:\s+(?:as\s+)?(?!where\b){_IDENT})?(?:\s+where\s+(?P<where>.*?))?\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+
+
+def strip_comments(sql: str) -> str:
+    """`sql` without `-- ...` and `/* ... */` comments outside quotes."""
+    out, i, quoting = [], 0, None
+    while i < len(sql):
+        ch = sql[i]
+        if quoting:
+            out.append(ch)
+            if ch == quoting:
+                quoting = None
+            i += 1
+        elif ch in "'\"`":
+            quoting = ch
+            out.append(ch)
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = len(sql) if end < 0 else end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = len(sql) if end < 0 else end + 2
+            out.append(" ")
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
 
 
 def split_top_level(text: str, separator: str) -> List[str]:
@@ -73,7 +107,7 @@ def _boundary(text: str, i: int) -> bool:
 
 def parse_update(sql: str) -> Tuple[Dict[str, str], Optional[str]]:
     """({column: SQL value}, WHERE condition or None) of an UPDATE statement."""
-    m = _UPDATE.match(sql)
+    m = _UPDATE.match(strip_comments(sql))
     if m is None:
         raise ConfigurationError(f"cannot read this UPDATE statement: {sql.strip()[:200]}")
     clauses = split_top_level(m["rest"], "where")
@@ -90,7 +124,7 @@ def parse_update(sql: str) -> Tuple[Dict[str, str], Optional[str]]:
 
 def parse_delete(sql: str) -> Optional[str]:
     """The WHERE condition of a DELETE statement (None: every row)."""
-    m = _DELETE.match(sql)
+    m = _DELETE.match(strip_comments(sql))
     if m is None:
         raise ConfigurationError(f"cannot read this DELETE statement: {sql.strip()[:200]}")
     return m["where"]
@@ -103,68 +137,145 @@ def _unquote(identifier: str) -> str:
     return identifier
 
 
-def _split_target(target: str) -> Tuple[str, str]:
-    parts = re.findall(_IDENT, target)
-    return _unquote(parts[0]), _unquote(parts[1])
+# ---- Spark's parse of a statement ------------------------------------------------------------
+def _seq(scala_seq) -> List[str]:
+    return [scala_seq.apply(i) for i in range(scala_seq.length())]
 
 
-def _columns(text: Optional[str]) -> List[str]:
-    return [_unquote(c) for c in text.split(",")] if text and text.strip() else []
+def _name_parts(node) -> Optional[List[str]]:
+    """The table a plan node names, or None."""
+    try:
+        kind = node.getClass().getSimpleName()
+    except Exception:  # noqa: BLE001 - a plain value among the node's fields
+        return None
+    if kind in _NAME_PARTS:
+        return _seq(getattr(node, _NAME_PARTS[kind])())
+    if kind == "SubqueryAlias":
+        return _name_parts(node.child())
+    return None
+
+
+def _target(plan) -> Optional[List[str]]:
+    """The table a statement acts on: the first of its fields that names one."""
+    fields = plan.productIterator()
+    while fields.hasNext():
+        parts = _name_parts(fields.next())
+        if parts is not None:
+            return parts
+    return None
+
+
+def _is_command(spark, plan) -> bool:
+    command = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
+    return command.isInstance(plan)
+
+
+def _hudilite_table(catalog, parts: List[str]):
+    """(schema, name, HudiTable) when `parts` name a hudilite table, else None."""
+    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    if len(parts) == 1:
+        parts = [catalog.spark.catalog.currentDatabase()] + parts
+    if len(parts) != 2:
+        return None
+    try:
+        table = catalog.open(*parts)
+    except ConfigurationError:  # not a name a hudilite table can have
+        return None
+    return None if table is None else (parts[0], parts[1], table)
 
 
 def route_statement(catalog, sql: str) -> Optional[DataFrame]:
-    """Carry out `sql` if it writes a hudilite table and return an empty result; None when
-    the statement is not for hudilite and Spark should run it."""
-    sql = _LEADING_COMMENTS.sub("", sql)
-    head = _OTHER_DML.match(sql)
-    if head is None:
+    """Carry out `sql` if it writes a hudilite table and return an empty result; refuse what
+    the core cannot do; None when the statement is not for hudilite and Spark should run it."""
+    spark = catalog.spark
+    try:
+        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
+    except Exception:  # noqa: BLE001 - Spark reports its own parse error when it runs the statement
         return None
-    schema, name = _split_target(head["target"])
-    table = catalog.open(schema, name)
-    if table is None:
+    kind = plan.getClass().getSimpleName()
+    if kind in _HARMLESS or (kind not in _WRITES and not _is_command(spark, plan)):
         return None
-    verb = head["verb"].lower()
-    if verb == "update":
-        table.update(*parse_update(sql))
-        return _done(catalog, schema, name, table)
-    if verb.startswith("delete"):
-        where = parse_delete(sql)
-        table.delete_where(where if where is not None else "true")
-        return _done(catalog, schema, name, table)
-    insert = _INSERT.match(sql)
-    if insert is None:
-        raise ConfigurationError(
-            f"{schema}.{name} is a hudilite table: `{verb}` is not supported on it "
-            "(use INSERT, UPDATE or DELETE, or a dbt model)"
-        )
-    rows = catalog.spark.sql(insert["query"])
+    if kind == "UnresolvedWith":
+        inner = plan.child()
+        kind, parts = inner.getClass().getSimpleName(), _target(inner)
+        found = _hudilite_table(catalog, parts) if kind in _WRITES and parts else None
+        if found:
+            raise _refused(found, "WITH before INSERT (put the WITH inside the SELECT)")
+        return None
+    parts = _target(plan)
+    found = _hudilite_table(catalog, parts) if parts else None
+    if found is None:
+        return None
+    schema, name, table = found
+    if kind == "UpdateTable":
+        assignments, where = parse_update(sql)
+        table.update(assignments, where, alias=_alias(plan.table()))
+    elif kind == "DeleteFromTable":
+        table.delete_where(parse_delete(sql) or "true", alias=_alias(plan.table()))
+    elif kind == "InsertIntoStatement":
+        if not plan.partitionSpec().isEmpty():
+            raise _refused(found, "INSERT with a PARTITION clause (partition values come from the rows' columns)")
+        _insert(catalog, plan, schema, name, table)
+    else:
+        raise _refused(found, _statement_name(kind))
+    catalog.register(schema, name, table)
+    return spark.createDataFrame([], "num_affected_rows long")
+
+
+def _alias(table_node) -> Optional[str]:
+    return table_node.alias() if table_node.getClass().getSimpleName() == "SubqueryAlias" else None
+
+
+def _statement_name(kind: str) -> str:
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", kind).upper()
+    return words.replace(" STATEMENT", "")
+
+
+def _refused(found, what: str) -> ConfigurationError:
+    schema, name, _ = found
+    return ConfigurationError(
+        f"{schema}.{name} is a hudilite table: {what} is not supported on it; use INSERT, UPDATE or DELETE, a dbt "
+        "model (a full refresh rebuilds it), or the hudilite CLI")
+
+
+def _insert(catalog, plan, schema: str, name: str, table) -> None:
+    rows = _query_rows(catalog.spark, plan.query())
     target_schema = table.schema()
-    names = _columns(insert["columns"]) or ([f.name for f in target_schema.fields] if target_schema else rows.columns)
-    if len(names) != len(rows.columns):
-        raise ConfigurationError(
-            f"insert into {schema}.{name}: {len(rows.columns)} values per row for {len(names)} columns ({', '.join(names)})"
-        )
-    rows = rows.toDF(*names)
+    given = _seq(plan.userSpecifiedCols())
+    if plan.byName():
+        names = rows.columns
+    else:
+        names = given or ([f.name for f in target_schema.fields] if target_schema else rows.columns)
+        if len(names) != len(rows.columns):
+            raise ConfigurationError(f"insert into {schema}.{name}: {len(rows.columns)} values per row for "
+                                     f"{len(names)} columns ({', '.join(names)})")
+        rows = rows.toDF(*names)
     if target_schema is not None:  # columns left out are null; values take the table's types
-        given = {n.lower() for n in names}
-        unknown = sorted(given - {f.name.lower() for f in target_schema.fields})
+        present = {n.lower() for n in names}
+        unknown = sorted(present - {f.name.lower() for f in target_schema.fields})
         if unknown:
             raise ConfigurationError(f"insert into {schema}.{name}: no column(s) {', '.join(unknown)} in the table")
-        rows = rows.select(
-            *[
-                (F.col(quote(f.name)) if f.name.lower() in given else F.lit(None)).cast(f.dataType).alias(f.name)
-                for f in target_schema.fields
-            ]
-        )
-    if insert["mode"].lower() == "into":
+        by_lower = {n.lower(): n for n in names}
+        rows = rows.select(*[
+            (F.col(quote(by_lower[f.name.lower()])) if f.name.lower() in present else F.lit(None))
+            .cast(f.dataType).alias(f.name)
+            for f in target_schema.fields
+        ])
+    if not plan.overwrite():
         table.insert(rows)
     elif table.config.partition_fields:
         table.insert_overwrite(rows)
     else:
         table.insert_overwrite_table(rows)
-    return _done(catalog, schema, name, table)
 
 
-def _done(catalog, schema: str, name: str, table) -> DataFrame:
-    catalog.register(schema, name, table)
-    return catalog.spark.createDataFrame([], "num_affected_rows long")
+def _query_rows(spark, query_plan) -> DataFrame:
+    """The rows of an INSERT's query, as a DataFrame over the plan Spark parsed."""
+    jvm = spark._jvm
+    try:
+        dataset = jvm.org.apache.spark.sql.classic.Dataset  # Spark 4
+        jdf = dataset.ofRows(spark._jsparkSession, query_plan)
+    except Exception:  # noqa: BLE001 - Spark 3.5 keeps Dataset in the parent package
+        jdf = jvm.org.apache.spark.sql.Dataset.ofRows(spark._jsparkSession, query_plan)
+    return DataFrame(jdf, spark)

@@ -76,9 +76,13 @@ def partition_path(fields: Sequence[str], hive_style: bool, table: str) -> Colum
     for name in fields:
         value = F.col(quote(name)).cast("string")
         value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
+        # A folder name Hadoop and Hudi readers can list: no '/' (a sub-folder), no ':' (read as
+        # a URI scheme), not '.' or '..' (a value of a plain-style partition would leave the table).
+        unusable = value.contains("/") | value.contains(":") | value.isin(".", "..")
         value = F.when(
-            value.contains("/"),
-            F.raise_error(F.concat(F.lit(f"table {table}: partition column '{name}' has a value with '/': "), value)),
+            unusable,
+            F.raise_error(F.concat(F.lit(f"table {table}: partition column '{name}' has a value that cannot be a "
+                                         "folder name ('/' or ':' in it, or '.' or '..'): "), value)),
         ).otherwise(value)
         segments.append(F.concat(F.lit(f"{name}="), value) if hive_style else value)
     return F.concat_ws("/", *segments)

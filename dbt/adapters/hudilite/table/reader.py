@@ -8,6 +8,7 @@ and no metastore.
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, List
 
 from pyspark.sql import DataFrame, SparkSession
@@ -23,9 +24,18 @@ from .storage import Storage
 PARTITION_DISCOVERY_THRESHOLD = "1000000"
 
 
+_GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
+
+
+def literal_path(path: str) -> str:
+    """`path` for Spark's reader, which expands glob patterns: a partition value may hold `[`,
+    `{`, `*` or `?`, so each is escaped to stand for itself."""
+    return _GLOB_CHARACTERS.sub(r"\\\1", path)
+
+
 def read_base_files(spark: SparkSession, storage: Storage, files: Iterable[BaseFile], data_schema: T.StructType) -> DataFrame:
     schema = with_meta_columns(data_schema)
-    paths: List[str] = [storage.uri(f.path) for f in files]
+    paths: List[str] = [literal_path(storage.uri(f.path)) for f in files]
     if not paths:
         return spark.createDataFrame([], schema)
     if spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.threshold", "32") != PARTITION_DISCOVERY_THRESHOLD:

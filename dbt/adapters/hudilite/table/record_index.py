@@ -27,6 +27,7 @@ from .index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
 from .index_files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
 from .instant import Instant
 from .layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
+from .reader import literal_path
 from .schema import FILE_NAME, RECORD_KEY
 from .storage import Storage
 
@@ -197,7 +198,7 @@ class RecordIndex(TableIndex):
         files = [path for per_shard in self.visible_files(completed, as_of).values() for _, path in per_shard]
         if not files:
             return self.spark.createDataFrame([], LOCATION_DDL)
-        entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[self.storage.uri(p) for p in files])
+        entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[literal_path(self.storage.uri(p)) for p in files])
                    .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
         latest = entries.groupBy("key").agg(F.max_by(F.struct("file_id", "deleted"), "instant").alias("e"))
         live = self.spark.createDataFrame([(g.file_id, g.partition) for g in view.live_groups()],

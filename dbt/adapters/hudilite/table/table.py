@@ -172,14 +172,16 @@ class HudiTable:
             return updates.delete_auto_keys(self.context, keys)
         return upserts.delete(self.context, keys)
 
-    def update(self, assignments: Dict[str, str], where: Optional[str] = None) -> Optional[str]:
+    def update(self, assignments: Dict[str, str], where: Optional[str] = None, alias: Optional[str] = None
+               ) -> Optional[str]:
         """SQL UPDATE: set columns to SQL expressions over each row's current values, in the
-        rows `where` accepts (all without it). Returns the instant; None when nothing matched."""
-        return updates.update(self.context, assignments, where)
+        rows `where` accepts (all without it); `alias` is the name the SQL gives the table.
+        Returns the instant; None when nothing matched."""
+        return updates.update(self.context, assignments, where, alias)
 
-    def delete_where(self, where: str) -> Optional[str]:
+    def delete_where(self, where: str, alias: Optional[str] = None) -> Optional[str]:
         """SQL DELETE: remove the rows `where` accepts. Returns the instant; None when nothing matched."""
-        return updates.delete_where(self.context, where)
+        return updates.delete_where(self.context, where, alias)
 
     def delete_insert(self, df: DataFrame, key_columns: Sequence[str], predicates: Sequence[str] = (),
                       predicate_alias: Optional[str] = None) -> str:

@@ -153,17 +153,18 @@ def deleted_entries(matched: DataFrame) -> DataFrame:
 
 
 # ---- the operations ------------------------------------------------------------------------
-def update(ctx: TableContext, assignments: Dict[str, str], where: Optional[str]) -> Optional[str]:
+def update(ctx: TableContext, assignments: Dict[str, str], where: Optional[str], alias: Optional[str]) -> Optional[str]:
     """See `HudiTable.update`."""
     data_schema = ctx.existing_schema()
     values = check_assignments(assignments, data_schema, ctx.config.record_key_fields + ctx.config.partition_fields,
                                ctx.name)
-    return rewrite_matching(ctx, where_marker(where, ctx.name), UPSERT, data_schema, assignments=values)
+    return rewrite_matching(ctx, where_marker(where, ctx.name), UPSERT, data_schema, assignments=values, alias=alias)
 
 
-def delete_where(ctx: TableContext, where: str) -> Optional[str]:
+def delete_where(ctx: TableContext, where: str, alias: Optional[str]) -> Optional[str]:
     """See `HudiTable.delete_where`."""
-    return rewrite_matching(ctx, where_marker(where, ctx.name), DELETE, ctx.existing_schema(), delete=True)
+    return rewrite_matching(ctx, where_marker(where, ctx.name), DELETE, ctx.existing_schema(), delete=True,
+                            alias=alias)
 
 
 def delete_insert(ctx: TableContext, df: DataFrame, key_columns: Sequence[str], predicates: Sequence[str],
