@@ -175,6 +175,14 @@ class TableContext:
             [T.StructField(f.name, f.dataType, True) for f in df.schema.fields if f.name not in META_COLUMNS]
         )
         names = {f.name.lower() for f in incoming.fields}
+        meta = {c.lower() for c in META_COLUMNS}
+        clashes = [f.name for f in incoming.fields if f.name.lower() in meta]
+        if clashes:
+            raise SchemaError(f"table {self.name}: column '{clashes[0]}' differs from Hudi's meta column only by case; "
+                              "rename it")
+        if len(names) < len(incoming.fields):
+            twice = sorted(f.name for f in incoming.fields if [g.name.lower() for g in incoming.fields].count(f.name.lower()) > 1)
+            raise SchemaError(f"table {self.name}: the new rows hold columns that differ only by case: {', '.join(twice)}")
         wanted = [("partition", c) for c in self.config.partition_fields] + [("record key", c) for c in self.config.record_key_fields]
         if self.config.precombine_field:
             wanted.append(("precombine", self.config.precombine_field))
@@ -187,7 +195,29 @@ class TableContext:
         current = self.schema()
         if current is None or mode == REPLACE:
             return incoming
-        return check_compatible(current, incoming, self.name, drop_missing=mode == DROP_MISSING)
+        after = check_compatible(current, incoming, self.name, drop_missing=mode == DROP_MISSING)
+        self._refuse_readded_columns(current, after)
+        return after
+
+    def _refuse_readded_columns(self, current: T.StructType, after: T.StructType) -> None:
+        """A column dropped earlier and added again with another type: files of the snapshot
+        still hold it with the old type, and reading them as the new one would fail."""
+        known = {f.name.lower() for f in current.fields}
+        added = {f.name.lower(): f for f in after.fields if f.name.lower() not in known}
+        if not added:
+            return
+        live = {g.latest.instant for g in self.timeline.view().live_groups()}
+        for instant, metadata in self.timeline.commits():
+            if instant.timestamp not in live or SPARK_SCHEMA_KEY not in metadata.extra:
+                continue
+            for old in from_json(metadata.extra[SPARK_SCHEMA_KEY]).fields:
+                new = added.get(old.name.lower())
+                if new is not None and new.dataType != old.dataType:
+                    raise SchemaError(
+                        f"table {self.name}: column '{new.name}' was {old.dataType.simpleString()} when files still in "
+                        f"the table were written (instant {instant.timestamp}); adding it back as "
+                        f"{new.dataType.simpleString()} would make them unreadable: use another name, or rebuild the "
+                        "table (a full refresh)")
 
     def typed(self, df: DataFrame, data_schema: T.StructType, *extra: Column) -> DataFrame:
         """`df`'s data columns in table order, with the table's names and types, then `extra`.
