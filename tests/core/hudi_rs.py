@@ -64,12 +64,14 @@ def _compare(ours_df, theirs, what):
     return ours
 
 
-def assert_hudi_rs_agrees(table):
+def assert_hudi_rs_agrees(table, expect_empty=False):
     """Snapshot, as of every completed instant, and every incremental range between
-    consecutive completed instants: hudilite and hudi-rs must read the same rows."""
+    consecutive completed instants: hudilite and hudi-rs must read the same rows. Two empty
+    reads agree on nothing: the latest snapshot must have rows, or be expected empty."""
     earliest = table.earliest_readable_instant() or ""
     completed = [i.timestamp for i in table.timeline() if i.is_completed and i.timestamp >= earliest]
-    _compare(table.read(), hudi_rs_snapshot(table.path), "latest snapshot")
+    latest = _compare(table.read(), hudi_rs_snapshot(table.path), "latest snapshot")
+    assert bool(latest) != expect_empty, f"the latest snapshot has {len(latest)} rows; expected {'none' if expect_empty else 'some'}"
     for instant in completed:
         _compare(table.read(as_of=instant), hudi_rs_snapshot(table.path, instant), f"as of {instant}")
     for start, end in zip(completed, completed[1:]):

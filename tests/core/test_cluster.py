@@ -20,6 +20,9 @@ def test_write_and_read_through_a_standalone_cluster(spark, tmp_path):
         assert master.applications() == ["hudilite-cluster-test"]
     assert job.returncode == 0, job.stderr[-4000:]
     report = json.loads(next(l for l in job.stdout.splitlines() if l.startswith("REPORT "))[len("REPORT "):])
+    # Every task ran in a Python worker started by an executor JVM (CoarseGrainedExecutorBackend,
+    # which local mode never starts), the driver under none: the executors are remote processes.
+    assert report["tasks_in_executor_backends"] and not report["driver_is_executor_backend"]
     assert report["driver_pid"] not in report["executor_pids"]
     assert report["count_t1"] == 20000
     assert report["count"] == 20000 - 20000 // 3 - (1 if 20000 % 3 else 0) + 10  # bucket 0 replaced by 10 rows

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from . import faults
 from . import properties as props
 from .commit import SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from .errors import ConcurrentWriteError, ConfigurationError, DataError, SchemaError, TimelineError
@@ -297,6 +298,7 @@ class TableContext:
         it if asked and the table has none yet (its first rows came through an upsert). The
         write is committed whatever happens here, so a failure is a warning: the next write
         builds or compacts."""
+        faults.reach("after_publish")
         try:
             if self.index.is_built():
                 completed = self.timeline.completed()

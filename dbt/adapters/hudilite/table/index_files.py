@@ -21,6 +21,7 @@ from typing import Callable, ContextManager, Iterable, List, Optional, Set, Tupl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import faults
 from .layout import INDEX_STATE_FILE, TMP_DIR, index_file_name, marker_path, parse_index_file_name
 from .storage import Storage
 
@@ -71,6 +72,7 @@ class IndexFiles:
         """Publish a compaction (its new base files are written): the state moves to the new
         base. The files it supersedes stay one generation, for readers that listed them before
         (a concurrent upsert's lookup); the previous compaction's go now."""
+        faults.reach("compaction")
         keep = index_file_name(state["base_instant"], BASE)
         previous = (self.state() or {}).get("superseded", [])
         self.write_state(dict(state, superseded=sorted(p for p in superseded if posixpath.basename(p) != keep)))

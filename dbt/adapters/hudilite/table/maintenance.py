@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import List
 
+from . import faults
 from . import properties as props
 from .cleaner import CleanPlan, plan_clean, unreadable_from
 from .context import TableContext
@@ -36,6 +37,7 @@ def clean(ctx: TableContext, retain_commits: int) -> CleanPlan:
             _record_clean(ctx, plan.earliest_retained, complete=False)  # from here on, older instants are unreadable
     for base_file in doomed:
         ctx.storage.delete_file(base_file.path)
+        faults.reach("clean")
     if doomed:
         with TableLock(ctx.storage):
             if ctx.earliest_retained() == plan.earliest_retained:

@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from . import faults
 from .commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError, CorruptTableError
@@ -152,6 +153,7 @@ class WriteTransaction:
         self._heartbeat.start()
         self.timeline.create_requested(self.instant, self.action)
         self.timeline.transition_to_inflight(self.instant, self.action)
+        faults.reach("requested")
         return self
 
     def _claim(self) -> str:
@@ -181,6 +183,7 @@ class WriteTransaction:
         missing = [p for p in sorted(reported) if not self.storage.exists(p)]
         if missing:
             raise CorruptTableError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
+        faults.reach("before_publish")
         # Most of the comparison runs before the lock (reading keys can take a while); under it,
         # only the instants that completed since.
         checked = self._check_conflicts(metadata, set())

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import faults
 from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, relative_file_path, write_token
 from .keygen import row_numbers, seqno_array
@@ -185,6 +186,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
             for partition, rows in partitions:
                 if current is not None and (current.partition != partition or current.full):
                     stats.append(current.close())
+                    faults.reach("task")
                     current = None
                 if current is None:
                     current = _OpenBaseFile(spec, storage, token, partition, layout.data_fields(rows.schema))
@@ -195,6 +197,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                             layout.data(rows), rows.num_rows)
         if current is not None:
             stats.append(current.close())
+            faults.reach("task")
             current = None
     finally:
         if current is not None:  # a failing task leaves its marker; the driver deletes the file
@@ -243,6 +246,7 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
             raise
         if out is not None:
             stats.append(out.close())
+            faults.reach("task")
     yield from _finish(spec, task_partition, attempt, stats)
 
 

@@ -1,0 +1,24 @@
+"""Fault injection for crash tests: `HUDILITE_KILL_AT=<phase>` makes the writing process kill
+itself with SIGKILL when it reaches that phase, as a power cut or an OOM killer would. Tasks
+kill the driver (its pid in `HUDILITE_KILL_PID`, inherited by the executors) so that a
+phase inside the Spark job ends the whole write. Unset, `reach` costs one dict lookup.
+
+Phases: `requested` (instant claimed, requested and inflight written), `task` (a task closed
+its first base file), `before_publish` (files reconciled, nothing published), `after_publish`
+(completed instant renamed into place, index work not done), `clean` (the cleaner recorded
+its plan and deleted one file), `compaction` (a new index base written, not published).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+KILL_AT = "HUDILITE_KILL_AT"
+KILL_PID = "HUDILITE_KILL_PID"
+PHASES = ("requested", "task", "before_publish", "after_publish", "clean", "compaction")
+
+
+def reach(phase: str) -> None:
+    if os.environ.get(KILL_AT) == phase:
+        os.kill(int(os.environ.get(KILL_PID) or os.getpid()), signal.SIGKILL)

@@ -1,0 +1,40 @@
+"""The tables and batches of the crash tests, and the rows each write leaves (pure)."""
+
+from typing import Dict, List, Tuple
+
+Row = Tuple[int, str, str]  # id, value, day
+
+START: List[Row] = [(i, "v0", f"d{i % 3}") for i in range(30)]
+
+
+def batch_rows(operation: str) -> List[Tuple]:
+    if operation == "append":
+        return [(100 + i, "new", "d1") for i in range(5)]
+    if operation == "insert_overwrite":
+        return [(200, "over", "d1")]
+    if operation == "table":
+        return [(300, "all", "d0"), (301, "all", "d2")]
+    if operation == "merge":
+        return [(1, "merged", "d1"), (2, "merged", "d2"), (400, "merged", "d0")]
+    return [(4,), (5,)]  # delete: keys
+
+
+def batch_for(spark, operation: str):
+    schema = "id long" if operation == "delete" else "id long, v string, day string"
+    return spark.createDataFrame(batch_rows(operation), schema)
+
+
+def rows_after(operation: str, before: List[Row]) -> List[Row]:
+    batch = batch_rows(operation)
+    if operation == "append":
+        return sorted(before + batch)
+    if operation == "insert_overwrite":
+        return sorted([r for r in before if r[2] != "d1"] + batch)
+    if operation == "table":
+        return sorted(batch)
+    if operation == "merge":
+        by_id: Dict[int, Row] = {r[0]: r for r in before}
+        by_id.update({r[0]: r for r in batch})
+        return sorted(by_id.values())
+    gone = {r[0] for r in batch}
+    return sorted(r for r in before if r[0] not in gone)

@@ -1,0 +1,77 @@
+"""The fault-injection harness: every write kind killed (SIGKILL) at every phase. After each
+kill a new writer succeeds, the table holds exactly the rows before or after the killed write
+(after, once it was published), keys are unique, `validate()` is clean and hudi-rs agrees.
+
+The default suite kills each write kind and reaches each phase at least once (DEFAULT_CASES);
+the other pairs are marked `crash`: `python -m pytest -m "crash or not crash" tests` runs
+everything, `-m crash` the marked ones alone."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from dbt.adapters.hudilite.table import HudiTable
+from dbt.adapters.hudilite.table.faults import KILL_AT, PHASES
+from tests.core.crash_cases import START, rows_after
+from tests.core.hudi_rs import assert_hudi_rs_agrees
+
+OPERATIONS = ("append", "insert_overwrite", "table", "merge", "delete")
+PUBLISHED = ("after_publish", "clean", "compaction")  # the write is committed when these are reached
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def start_table(spark, path, keyed):
+    table = HudiTable.create(spark, path, "crash", partition_by="day", record_key="id" if keyed else None)
+    rows = spark.createDataFrame(START, "id long, v string, day string")
+    table.insert(rows.where("id < 15"))
+    (table.upsert if keyed else table.insert)(rows.where("id >= 15"))
+    table.build_index()
+    return table
+
+
+def contents(table):
+    return sorted((r.id, r.v, r.day) for r in table.read().collect())
+
+
+DEFAULT_CASES = {("append", "requested"), ("insert_overwrite", "task"), ("table", "before_publish"),
+                 ("merge", "after_publish"), ("delete", "clean"), ("merge", "compaction"), ("merge", "task"),
+                 ("delete", "before_publish")}
+CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",
+                      marks=() if (operation, phase) in DEFAULT_CASES else pytest.mark.crash)
+         for operation in OPERATIONS for phase in PHASES]
+
+
+@pytest.mark.parametrize("operation, phase", CASES)
+def test_a_killed_write_leaves_the_table_before_or_after_it(spark, tmp_path, operation, phase):
+    keyed = operation in ("merge", "delete")
+    table = start_table(spark, str(tmp_path / "t"), keyed)
+    before = contents(table)
+    env = dict(os.environ, **{KILL_AT: phase}, PYTHONPATH=ROOT)
+    child = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "core", "crash_writer.py"), table.path, operation],
+                             env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = child.communicate(timeout=300)
+    finally:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)  # its JVM and Python workers
+        except ProcessLookupError:
+            pass
+    killed = child.returncode == -signal.SIGKILL
+    reachable = not (phase == "clean" and operation == "append")  # an append leaves nothing to clean
+    assert killed or not reachable, f"{operation} was not killed at {phase}: {child.returncode}\n{out}\n{err[-3000:]}"
+
+    after = rows_after(operation, before)
+    now = contents(table)
+    assert now == (after if phase in PUBLISHED else before), f"{operation} killed at {phase}"
+    marker = [(999, "next", "d0")]
+    table = HudiTable.open(spark, table.path)  # a new writer, as a later dbt run would be
+    next_rows = spark.createDataFrame(marker, "id long, v string, day string")
+    (table.upsert if keyed else table.insert)(next_rows)
+    assert contents(table) == sorted(now + marker)
+    keys = [r[0] for r in table.read().select("_hoodie_record_key").collect()]
+    assert len(keys) == len(set(keys))
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
