@@ -184,6 +184,8 @@ class HudiliteAdapter(SparkAdapter):
                 catalog.drop_table(schema, name)
             raise _dbt_error(config, err) from None
         catalog.register(schema, name, table)
+        if instant is None:
+            return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
         table.clean(retain_commits=plan.retain_commits)
         metadata = table.commit_metadata(instant)
         return {

@@ -24,11 +24,11 @@ from .writer import run_write_job
 PARTITIONS, TABLE = "partitions", "table"  # what an overwrite replaces
 
 
-def insert(ctx: TableContext, df: DataFrame, mode: str) -> str:
+def insert(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
     return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None)
 
 
-def insert_overwrite(ctx: TableContext, df: DataFrame, mode: str) -> str:
+def insert_overwrite(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
     return write_file_groups(ctx, df, REPLACE_COMMIT, INSERT_OVERWRITE, mode, replace=PARTITIONS)
 
 
@@ -37,7 +37,8 @@ def insert_overwrite_table(ctx: TableContext, df: DataFrame) -> str:
 
 
 def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: str, mode: str,
-                      replace: Optional[str]) -> str:
+                      replace: Optional[str]) -> Optional[str]:
+    """The instant; None when the rows were empty and changed nothing."""
     data_schema = ctx.schema_after(df, mode)
     keyed = not ctx.config.auto_keys
     if keyed:
@@ -50,6 +51,8 @@ def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: 
             replaced = before.live_file_ids()
         elif replace == PARTITIONS:
             replaced = before.live_file_ids({s.partitionPath for s in stats})
+        if not stats and replace != TABLE and data_schema == ctx.schema():
+            return None  # no rows and no new column: nothing to commit (the instant is rolled back)
         if keyed:
             ctx.check_new_keys(stats, {f for ids in replaced.values() for f in ids}, before)
         index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats))

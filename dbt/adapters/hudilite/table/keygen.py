@@ -50,8 +50,8 @@ def record_key(fields: Sequence[str], table: str) -> Column:
     if len(fields) == 1:
         col = F.col(quote(fields[0]))
         return F.when(
-            col.isNull(),
-            F.raise_error(F.lit(f"table {table}: record key column '{fields[0]}' is null")),
+            col.isNull() | (col.cast("string") == ""),
+            F.raise_error(F.lit(f"table {table}: record key column '{fields[0]}' is null or empty")),
         ).otherwise(col.cast("string"))
     parts: List[Column] = []
     for name in fields:

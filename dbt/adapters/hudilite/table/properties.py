@@ -146,6 +146,10 @@ class TableConfig:
 
         if props.get("hoodie.table.type", "COPY_ON_WRITE") != "COPY_ON_WRITE":
             raise ConfigurationError("only COPY_ON_WRITE tables are supported")
+        version = props.get("hoodie.table.version", TABLE_VERSION)
+        if not version.isdigit() or int(version) > int(TABLE_VERSION):
+            raise ConfigurationError(f"table version {version} is newer than hudilite reads and writes ({TABLE_VERSION}); "
+                                     "downgrade it with Hudi's own tools, or keep writing it with a Hudi release that knows it")
         return cls(
             name=props["hoodie.table.name"],
             partition_fields=fields("hoodie.table.partition.fields"),

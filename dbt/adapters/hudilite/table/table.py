@@ -57,11 +57,21 @@ class HudiTable:
         storage = Storage(path)
         if storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is already a Hudi table")
+        try:
+            foreign = storage.list_names("")
+        except (NotADirectoryError, FileExistsError):
+            raise ConfigurationError(f"cannot create table {name} at {storage.base_path}: it is a file") from None
+        if foreign:
+            raise ConfigurationError(f"cannot create table {name}: {storage.base_path} holds files that are not a Hudi "
+                                     f"table ({', '.join(sorted(foreign)[:3])}); move them away or choose another location")
         config = props.TableConfig(
             name=name, partition_fields=_field_list(partition_by), record_key_fields=_field_list(record_key),
             precombine_field=precombine, database=database,
         )
-        storage.write_atomic(PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)
+        try:
+            storage.write_atomic(PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)
+        except OSError as err:
+            raise ConfigurationError(f"cannot create table {name} at {storage.base_path}: {err}") from None
         return cls(spark, storage, config)
 
     @classmethod
@@ -140,11 +150,13 @@ class HudiTable:
     # ---- writes -----------------------------------------------------------------------------
     # New rows may add columns to the table schema. With `drop_missing_columns`, columns they
     # lack leave the table schema (earlier files keep them on disk; reads no longer show them).
-    def insert(self, df: DataFrame, drop_missing_columns: bool = False) -> str:
+    # An insert, overwrite of partitions or upsert of no rows that adds no column changes
+    # nothing: no instant is written and None is returned.
+    def insert(self, df: DataFrame, drop_missing_columns: bool = False) -> Optional[str]:
         """Append rows as new file groups (a commit); returns the instant."""
         return inserts.insert(self.context, df, schema_mode(drop_missing_columns))
 
-    def insert_overwrite(self, df: DataFrame, drop_missing_columns: bool = False) -> str:
+    def insert_overwrite(self, df: DataFrame, drop_missing_columns: bool = False) -> Optional[str]:
         """Replace every partition present in `df` (a replacecommit); returns the instant."""
         return inserts.insert_overwrite(self.context, df, schema_mode(drop_missing_columns))
 
@@ -154,7 +166,7 @@ class HudiTable:
 
     def upsert(self, df: DataFrame, update_columns: Optional[Sequence[str]] = None,
                predicates: Sequence[str] = (), drop_missing_columns: bool = False,
-               predicate_alias: Optional[str] = None) -> str:
+               predicate_alias: Optional[str] = None) -> Optional[str]:
         """Insert new keys and replace the rows of existing ones (a commit); rows with a true
         `_hoodie_is_deleted` column are deletes. Only touched file groups are rewritten. With
         `update_columns`, existing rows change only in those columns. With `predicates` (SQL over

@@ -214,7 +214,7 @@ def tombstones(tagged: DataFrame) -> DataFrame:
     return gone.select(F.col(RECORD_KEY).alias("key"), F.col(OLD_FILE_ID).alias("file_id"), F.lit(True).alias("deleted"))
 
 
-def delete(ctx: TableContext, keys: DataFrame) -> str:
+def delete(ctx: TableContext, keys: DataFrame) -> Optional[str]:
     """See `HudiTable.delete`: an upsert of the keys flagged deleted."""
     current = ctx.schema() or T.StructType([])
     present = {c.lower() for c in keys.columns}
@@ -225,7 +225,7 @@ def delete(ctx: TableContext, keys: DataFrame) -> str:
 
 
 def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Optional[List[str]],
-           predicates: Sequence[str], predicate_alias: Optional[str], mode: str) -> str:
+           predicates: Sequence[str], predicate_alias: Optional[str], mode: str) -> Optional[str]:
     """See `HudiTable.upsert`: one commit, only the touched file groups rewritten."""
     if not ctx.config.record_key_fields:
         raise ctx.error("upsert and delete need a record key; this table's keys are auto-generated "
@@ -270,6 +270,8 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
                 stats += run_write_job(rows, spec, task=merge)
             inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, arriving_rows), data_schema), spec)
             stats += inserted
+            if not stats and data_schema == ctx.schema():
+                return None  # nothing changed: no instant (the transaction rolls it back)
             index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
                                                                    removed=tombstones(tagged)))
         finally:
