@@ -297,3 +297,52 @@ class TestSnapshot(HudiliteProject):
         assert len(self.rows(project, "pages_snapshot")) == 6
         assert table.validate() == []
         assert_hudi_rs_agrees(table)
+
+
+CLEANED_MODELS = {
+    "page_views.sql": "{{ config(materialized='table', retain_commits=2) }}\n"
+                      "select page, count(*) as views, {{ var('run', 1) }} as run from {{ ref('raw_events') }} group by page",
+    "recent_pages.sql": "{{ config(materialized='view') }}\nselect * from {{ ref('page_views') }} where views > 0",
+    "page_report.sql": "{{ config(materialized='table') }}\n"
+                       "select count(*) as pages, max(run) as run from {{ ref('recent_pages') }}",
+}
+
+
+class TestCleanerAndAFreshProcess(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return CLEANED_MODELS
+
+    def test_retain_commits_cleans_what_no_retained_instant_reads(self, project, spark):
+        from dbt.adapters.hudilite.table import TimelineError
+
+        run_dbt(["seed"])
+        for run in range(1, 5):
+            run_dbt(["run", "--select", "page_views", "--vars", f"{{run: {run}}}"])
+        table = self.table(project, spark, "page_views")
+        instants = [i.timestamp for i in table.timeline()]
+        assert len(instants) == 4 and table.earliest_readable_instant() == instants[2]
+        on_disk = sorted(os.path.relpath(os.path.join(d, f), table.path) for d, _, fs in os.walk(table.path)
+                         for f in fs if f.endswith(".parquet") and ".hoodie" not in d)
+        assert on_disk == sorted(f.path for t in instants[2:] for f in table.latest_base_files(t))
+        with pytest.raises(TimelineError, match="was cleaned"):
+            table.read(as_of=instants[0])
+        assert self.rows(project, "page_views", "distinct run") == [(4,)]
+        assert_hudi_rs_agrees(table)
+
+    def test_a_fresh_process_resolves_tables_and_views_without_rebuilding_them(self, project, spark):
+        import subprocess
+        import sys
+
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "page_views", "recent_pages"])
+        built = {name: [i.timestamp for i in self.table(project, spark, name).timeline()]
+                 for name in ("page_views", "raw_events")}
+        fresh = subprocess.run(
+            [sys.executable, "-c", "from dbt.cli.main import cli; cli()", "run", "--select", "page_report",
+             "--project-dir", str(project.project_root), "--profiles-dir", str(project.profiles_dir)],
+            capture_output=True, text=True, timeout=600, cwd=str(project.project_root))
+        assert fresh.returncode == 0, fresh.stdout[-3000:] + fresh.stderr[-3000:]
+        assert built == {name: [i.timestamp for i in self.table(project, spark, name).timeline()] for name in built}
+        report = self.table(project, spark, "page_report").read().collect()
+        assert [(r.pages, r.run) for r in report] == [(len(self.rows(project, "page_views")), 1)]

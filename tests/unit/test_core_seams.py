@@ -173,3 +173,21 @@ def test_schema_changes_of_concurrent_commits_conflict():
     grown = [("20260101000000002", commit("s3", "f2"))]
     assert "changed the table schema" in find_conflict(commit("s1", "f1"), grown, base_schema="s1")
     assert find_conflict(commit("s3", "f1"), grown, base_schema="s1") is None  # both arrived at the same schema
+
+
+def test_a_delete_insert_conflicts_with_a_concurrent_insert_into_its_partitions():
+    from dbt.adapters.hudilite.table.commit import CommitMetadata, WriteStat
+    from dbt.adapters.hudilite.table.conflict import find_conflict
+
+    def stat(file_id, partition, prev=None):
+        return WriteStat(fileId=file_id, path=f"{partition}/{file_id}_0-1-0_2.parquet", partitionPath=partition,
+                         prevCommit=prev)
+
+    delete_insert = CommitMetadata(operation="INSERT", write_stats=[stat("f1", "d=1", prev="1"), stat("f9", "d=1")])
+    append_same_day = [("20260101000000002", CommitMetadata(operation="INSERT", write_stats=[stat("f5", "d=1")]))]
+    append_other_day = [("20260101000000002", CommitMetadata(operation="INSERT", write_stats=[stat("f6", "d=2")]))]
+    assert "inserted rows into partition 'd=1', where this write deletes and inserts" in find_conflict(
+        delete_insert, append_same_day)
+    assert find_conflict(delete_insert, append_other_day) is None
+    plain_append = CommitMetadata(operation="INSERT", write_stats=[stat("f7", "d=1")])
+    assert find_conflict(plain_append, append_same_day) is None  # appends never conflict

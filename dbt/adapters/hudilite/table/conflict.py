@@ -8,6 +8,9 @@ lock, a writer compares its commit with every instant completed since it started
 - it overwrites partitions (or the whole table) the other wrote into: the other's rows would
   survive an overwrite that was meant to replace them;
 - on a table with record keys, both inserted the same new key: it would be stored twice;
+- on an auto-keyed table, it deleted rows and inserted new ones (delete+insert) into a
+  partition the other inserted into: the other's rows may share its unique_key and would
+  survive beside the new ones;
 - the other changed the table schema to one this write does not have: one of the two
   schemas would be lost (the later commit's wins).
 Anything else (new file groups in any partition, disjoint file groups) commits side by side.
@@ -73,6 +76,9 @@ def find_conflict(ours: CommitMetadata, others: Iterable[Tuple[str, CommitMetada
             return f"{what} wrote into partition '{clash[0]}', which this write overwrites, while it ran"
         if theirs.schema is not None and theirs.schema not in (base_schema, mine.schema):
             return f"{what} changed the table schema while this write ran"
+        replacing = sorted(mine.partitions & theirs.partitions) if mine.changed_groups and mine.new_files else []
+        if keys_of is None and replacing and theirs.new_files:
+            return f"{what} inserted rows into partition '{replacing[0]}', where this write deletes and inserts, while it ran"
         if keys_of is not None and mine.new_files and theirs.new_files:
             if my_keys is None:
                 my_keys = keys_of(mine.new_files)
