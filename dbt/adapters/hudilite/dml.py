@@ -228,8 +228,9 @@ def _alias(table_node) -> Optional[str]:
 
 
 def _statement_name(kind: str) -> str:
+    """`MergeIntoTable` -> `MERGE INTO`, `SetTableLocation` -> `SET TABLE LOCATION`."""
     words = re.sub(r"(?<!^)(?=[A-Z])", " ", kind).upper()
-    return words.replace(" STATEMENT", "")
+    return "MERGE INTO" if kind == "MergeIntoTable" else words.replace(" STATEMENT", "")
 
 
 def _refused(found, what: str) -> ConfigurationError:
