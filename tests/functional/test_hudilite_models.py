@@ -346,3 +346,37 @@ class TestCleanerAndAFreshProcess(HudiliteProject):
         assert built == {name: [i.timestamp for i in self.table(project, spark, name).timeline()] for name in built}
         report = self.table(project, spark, "page_report").read().collect()
         assert [(r.pages, r.run) for r in report] == [(len(self.rows(project, "page_views", "page")), 1)]
+
+
+class TestAKilledDbtRun(HudiliteProject):
+    """A `dbt run` killed (SIGKILL) inside a model's write: the next plain `dbt run` succeeds and
+    the table holds the rows before the killed run or after it, never a mix."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events_keyed.sql": MODELS["events_keyed.sql"], "events_append.sql": MODELS["events_append.sql"]}
+
+    @pytest.mark.parametrize("phase", ["task", "before_publish", "after_publish"])
+    def test_the_next_run_recovers(self, project, spark, phase):
+        import signal
+        import subprocess
+        import sys
+
+        run_dbt(["seed"])
+        run_dbt(["run", "--full-refresh"])
+        before = {m: self.rows(project, m) for m in ("events_keyed", "events_append")}
+        env = dict(os.environ, HUDILITE_KILL_AT=phase)
+        killed = subprocess.run(
+            [sys.executable, "-c", "import os; os.environ['HUDILITE_KILL_PID'] = str(os.getpid()); "
+             "from dbt.cli.main import cli; cli()", "run", "--select", "events_keyed", "--vars", "{batch: 2}",
+             "--project-dir", str(project.project_root), "--profiles-dir", str(project.profiles_dir)],
+            env=env, capture_output=True, text=True, timeout=600, cwd=str(project.project_root), start_new_session=True)
+        assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+        run_dbt(["run", "--vars", "{batch: 2}"])  # the next plain run
+        assert before["events_keyed"] == [(1,), (2,), (3,), (4,)]
+        assert self.rows(project, "events_keyed") == [(1,), (2,), (3,), (4,), (5,)]  # merged once, killed or not
+        assert self.rows(project, "events_append") == sorted(before["events_append"] + [(3,), (5,)])
+        for name in ("events_keyed", "events_append"):
+            table = self.table(project, spark, name)
+            assert table.validate() == []
+            assert_hudi_rs_agrees(table)
