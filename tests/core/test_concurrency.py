@@ -137,3 +137,16 @@ def test_index_compaction_waits_for_an_older_pending_writer(spark, tmp_path, mon
     assert table.validate() == []  # the index holds every key, the slow writer's too
     fast.upsert(customers(spark, [(6, "flo2", "apac2")]))
     assert table.read().where("id = 6").collect()[0].name == "flo2"  # found through the compacted index
+
+
+def test_an_index_built_directly_publishes_only_as_of_the_latest_instant(spark, tmp_path):
+    from dbt.adapters.hudilite.table import ConcurrentWriteError as Conflict
+
+    table = keyed_table(spark, tmp_path)
+    first = table.timeline()[-1].timestamp
+    table.upsert(customers(spark, [(4, "di", "us")]))
+    latest = table.timeline()[-1].timestamp
+    with pytest.raises(Conflict, match="a commit completed while it was computed"):
+        table.index.build(table.read(first), first)  # a base as of an older instant would miss key 4
+    assert table.index.build(table.read(), latest) == 4
+    assert table.validate() == []

@@ -24,6 +24,7 @@ from .commit import SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from .errors import ConcurrentWriteError, ConfigurationError, DataError, SchemaError, TimelineError
 from .file_group import BaseFile, FileSystemView
 from .index import IndexChange, TableIndex
+from .instant import Instant
 from .key_ranges import KeyRangeIndex
 from .keygen import partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
@@ -121,9 +122,19 @@ class TableContext:
         completed = self.timeline.completed()
         if not completed:
             raise self.error("nothing to index before the first commit")
-        self._index_basis = {i.timestamp for i in completed}
         latest = completed[-1].timestamp
-        return self.index.build(self.read(latest), latest, num_shards)
+        with self._index_computed_from(completed):
+            return self.index.build(self.read(latest), latest, num_shards)
+
+    @contextlib.contextmanager
+    def _index_computed_from(self, completed: List[Instant]):
+        """The completed instants an index base computed inside is built from (`index_guard`);
+        forgotten afterwards, published or not."""
+        self._index_basis = {i.timestamp for i in completed}
+        try:
+            yield
+        finally:
+            self._index_basis = None
 
     def ensure_index(self) -> None:
         """Tables written before the index existed get it built on their first indexed write."""
@@ -159,12 +170,14 @@ class TableContext:
         """Publishing an index base as of `base_instant` (build, compaction): under the table
         lock, only while exactly the instants it was computed from are completed and no older
         one is pending or claimed (their keys would be in neither the base nor a visible delta)."""
-        basis, self._index_basis = self._index_basis, None
+        basis = self._index_basis
         with TableLock(self.storage):
             completed = {i.timestamp for i in self.timeline.completed()}
+            if basis is None:  # a direct `index.build`/`compact` call: the base covers what is completed up to it
+                basis = {t for t in completed if t <= base_instant}
             in_flight = {i.timestamp for i in self.timeline.pending()} | (set(open_claims(self.storage)) - completed)
             older = sorted(t for t in in_flight if t <= base_instant)
-            if basis is None or completed != basis or older:
+            if completed != basis or older:
                 why = f"instant {older[0]} is in flight" if older else "a commit completed while it was computed"
                 raise ConcurrentWriteError(f"table {self.name}: the index as of {base_instant} was not published: {why}")
             yield
@@ -302,8 +315,8 @@ class TableContext:
         try:
             if self.index.is_built():
                 completed = self.timeline.completed()
-                self._index_basis = {i.timestamp for i in completed}
-                self.index.compact_if_due(completed, self.timeline.view(completed[-1].timestamp))
+                with self._index_computed_from(completed):
+                    self.index.compact_if_due(completed, self.timeline.view(completed[-1].timestamp))
             elif build_missing_index:
                 self.build_index()
         except Exception as err:  # noqa: BLE001 - see above
