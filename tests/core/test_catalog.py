@@ -3,6 +3,7 @@
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.catalog import StorageCatalog
+from dbt.adapters.hudilite.dml import run_statement
 from dbt.adapters.hudilite.table import HudiTable
 
 
@@ -18,17 +19,26 @@ def test_tables_on_storage_are_registered_with_exactly_their_snapshot(spark, tmp
     catalog = StorageCatalog(spark, str(root))
     assert catalog.schemas() == ["cat_a"]
     assert catalog.tables("cat_a") == ["empty", "odd_values"]
-    catalog.sync()
-    rows = spark.sql("select id, p from cat_a.odd_values order by id").collect()
+    assert not spark.catalog.tableExists("cat_a.odd_values")  # nothing registered up front
+
+    def sql(text):
+        return run_statement(catalog, text).collect()
+
+    rows = sql("select id, p from cat_a.odd_values order by id")
     assert [(r.id, r.p) for r in rows] == [(1, "a,b"), (2, "{x}"), (3, "c*[d]?"), (5, "plain")]
-    assert spark.sql("select * from cat_a.empty").columns[-1] == "x"
-    assert spark.sql("select count(*) from cat_a.empty").first()[0] == 0
+    assert not spark.catalog.tableExists("cat_a.empty")
+    assert sql("select * from cat_a.empty") == [] and spark.table("cat_a.empty").columns[-1] == "x"
 
     catalog.remember_view("cat_a", "v", "select count(*) as n from cat_a.odd_values")
+    catalog.remember_view("cat_a", "w", "select n * 10 as n10 from cat_a.v")
     spark.sql("drop view if exists cat_a.v")
-    catalog.sync()  # a fresh process re-creates remembered views
-    assert spark.sql("select n from cat_a.v").first().n == 4
+    fresh = StorageCatalog(spark, str(root))  # a fresh process re-creates remembered views, views of views too
+    assert [r.n10 for r in run_statement(fresh, "select n10 from cat_a.w").collect()] == [40]
 
+    # Another writer (another process or host) commits: the next statement reads its commit.
+    HudiTable.open(spark, str(root / "cat_a" / "odd_values")).insert(spark.createDataFrame([(6, "new")], "id long, p string"))
+    assert [r.n10 for r in run_statement(fresh, "select n10 from cat_a.w").collect()] == [50]
+    assert sql("select max(id) as m from cat_a.odd_values")[0].m == 6
     catalog.drop_schema("cat_a")
     assert not (root / "cat_a").exists()
 
@@ -48,7 +58,7 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
     table = HudiTable.create(spark, str(root / "dml_s" / "9t"), "9t")
     table.insert(spark.createDataFrame([(1, "a")], "id long, v string"))
     catalog = StorageCatalog(spark, str(root))
-    catalog.sync()
+    catalog.create_namespaces()
 
     def run(sql):
         result = route_statement(catalog, sql)

@@ -348,35 +348,83 @@ class TestCleanerAndAFreshProcess(HudiliteProject):
         assert [(r.pages, r.run) for r in report] == [(len(self.rows(project, "page_views", "page")), 1)]
 
 
+KILLED_MODELS = {
+    "events_keyed.sql": MODELS["events_keyed.sql"],
+    "events_append.sql": MODELS["events_append.sql"],
+    "daily_overwrite.sql": MODELS["daily_overwrite.sql"],
+    "page_views.sql": CLEANED_MODELS["page_views.sql"],
+}
+
+# (dbt command, node, phase): the killed command builds only that node; `crash` marks the slower rest.
+KILLED_COMMANDS = [
+    ("run", "events_keyed", "task"),
+    ("run", "events_keyed", "before_publish"),
+    ("run", "events_keyed", "after_publish"),
+    ("snapshot", "pages_snapshot", "after_publish"),
+    pytest.param("snapshot", "pages_snapshot", "before_publish", marks=pytest.mark.crash),
+    pytest.param("snapshot", "pages_snapshot", "task", marks=pytest.mark.crash),
+    pytest.param("run", "daily_overwrite", "task", marks=pytest.mark.crash),
+    pytest.param("run", "daily_overwrite", "before_publish", marks=pytest.mark.crash),
+    pytest.param("run", "daily_overwrite", "after_publish", marks=pytest.mark.crash),
+    pytest.param("run", "page_views", "clean", marks=pytest.mark.crash),
+]
+
+
 class TestAKilledDbtRun(HudiliteProject):
-    """A `dbt run` killed (SIGKILL) inside a model's write: the next plain `dbt run` succeeds and
-    the table holds the rows before the killed run or after it, never a mix."""
+    """A dbt command killed (SIGKILL) inside a model's write or the cleaner after it: the next
+    plain command succeeds and the table holds the rows before the killed write or after it,
+    never a mix; the other tables are untouched."""
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"events_keyed.sql": MODELS["events_keyed.sql"], "events_append.sql": MODELS["events_append.sql"]}
+        return KILLED_MODELS
 
-    @pytest.mark.parametrize("phase", ["task", "before_publish", "after_publish"])
-    def test_the_next_run_recovers(self, project, spark, phase):
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"pages_snapshot.sql": SNAPSHOT}
+
+    @pytest.mark.parametrize("command, node, phase", KILLED_COMMANDS)
+    def test_the_next_run_recovers(self, project, spark, command, node, phase):
         import signal
         import subprocess
         import sys
 
         run_dbt(["seed"])
-        run_dbt(["run", "--full-refresh"])
-        before = {m: self.rows(project, m) for m in ("events_keyed", "events_append")}
+        run_dbt(["run", "--full-refresh", "--vars", "{run: 1}"])
+        run_dbt(["snapshot"])
+        run_dbt(["run", "--select", "page_views", "--vars", "{run: 2}"])
+        if command == "snapshot":
+            project.run_sql(f"update {project.test_schema}.raw_events set page = '/moved' where event_id = 2")
+        tables = ("events_keyed", "events_append", "daily_overwrite", "page_views", "pages_snapshot")
+        before = {name: self.rows(project, name, "*") for name in tables}
+        versions = self.rows(project, "pages_snapshot", "event_id, page, dbt_valid_to is null")
         env = dict(os.environ, HUDILITE_KILL_AT=phase)
         killed = subprocess.run(
             [sys.executable, "-c", "import os; os.environ['HUDILITE_KILL_PID'] = str(os.getpid()); "
-             "from dbt.cli.main import cli; cli()", "run", "--select", "events_keyed", "--vars", "{batch: 2}",
+             "from dbt.cli.main import cli; cli()", command, "--select", node, "--vars", "{batch: 2, run: 3}",
              "--project-dir", str(project.project_root), "--profiles-dir", str(project.profiles_dir)],
             env=env, capture_output=True, text=True, timeout=600, cwd=str(project.project_root), start_new_session=True)
         assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
-        run_dbt(["run", "--vars", "{batch: 2}"])  # the next plain run
-        assert before["events_keyed"] == [(1,), (2,), (3,), (4,)]
-        assert self.rows(project, "events_keyed") == [(1,), (2,), (3,), (4,), (5,)]  # merged once, killed or not
-        assert self.rows(project, "events_append") == sorted(before["events_append"] + [(3,), (5,)])
-        for name in ("events_keyed", "events_append"):
+        run_dbt([command, "--select", node, "--vars", "{batch: 2, run: 3}"])  # the next plain command
+        after = {
+            "events_keyed": [(1,), (2,), (3,), (4,), (5,)],  # merged once, killed or not
+            "daily_overwrite": [(1,), (2,), (3,), (5,)],  # days 02 and 03 replaced once
+            "page_views": [(3,)],
+            # the snapshot lives across cases: event 2's current version closes, '/moved' opens
+            "pages_snapshot": sorted([(e, p, now and e != 2) for e, p, now in versions] + [(2, "/moved", True)]),
+        }
+        columns = {"page_views": "distinct run", "pages_snapshot": "event_id, page, dbt_valid_to is null"}
+        assert self.rows(project, node, columns.get(node, "event_id")) == after[node]
+        assert {name: self.rows(project, name, "*") for name in tables if name != node} == \
+            {name: rows for name, rows in before.items() if name != node}
+        for name in tables:
             table = self.table(project, spark, name)
             assert table.validate() == []
             assert_hudi_rs_agrees(table)
+        if node == "page_views":  # the killed clean was finished: only the retained instants' files remain
+            table = self.table(project, spark, node)
+            retained = [i.timestamp for i in table.timeline()][-2:]
+            assert table.earliest_readable_instant() == retained[0]
+            on_disk = sorted(os.path.relpath(os.path.join(d, f), table.path) for d, _, fs in os.walk(table.path)
+                             for f in fs if f.endswith(".parquet") and ".hoodie" not in d)
+            assert on_disk == sorted(f.path for t in retained for f in table.latest_base_files(t))

@@ -3,10 +3,14 @@
 A table at `<location_root>/<schema>/<name>` is registered in the Spark session's catalog as
 `<schema>.<name>`: an external parquet table whose path is a glob naming exactly the base
 files of its latest snapshot, with the table schema given. Plain SQL, `ref()` and
-`describe` see it like any table, and Spark's native scan reads it. The entry is rebuilt
-after every write, and for every table found on storage when a process starts, so a new
-`dbt run` resolves tables that an earlier one built. Views are kept beside the tables as
-their SQL text and re-created the same way.
+`describe` see it like any table, and Spark's native scan reads it. Views are kept beside
+the tables as their SQL text.
+
+Entries are made when a statement names them, not up front: before a statement runs, every
+table or view it names (through views too) is registered, or re-registered when another
+writer (another process, another host) committed since. So start-up does not grow with the
+number of tables, a new `dbt run` resolves what an earlier one built, and a long-lived
+process never reads a snapshot older than the statement.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ import hashlib
 import posixpath
 import re
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
+from .spark_plan import names_read, parse_plan
 from .table import ConfigurationError, HudiTable, Storage, quote
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
@@ -57,21 +62,27 @@ class StorageCatalog:
 
     @classmethod
     def get(cls, spark: SparkSession, location_root: str) -> "StorageCatalog":
-        """The catalog of `location_root` for this session, synced with storage on first use."""
+        """The catalog of `location_root` for this session."""
         key = (id(spark), location_root)
         with cls._instances_lock:
-            catalog = cls._instances.get(key)
-            if catalog is None:
-                catalog = cls(spark, location_root)
-                catalog.sync()
-                cls._instances[key] = catalog
-            return catalog
+            if key not in cls._instances:
+                cls._instances[key] = cls(spark, location_root)
+                cls._instances[key].create_namespaces()
+            return cls._instances[key]
+
+    def create_namespaces(self) -> None:
+        """A Spark namespace for every schema on storage: few, and `USE <schema>` needs one
+        before any of its tables is named."""
+        for schema in self.schemas():
+            self.spark.sql(f"create namespace if not exists {quote(schema)}")
 
     def __init__(self, spark: SparkSession, location_root: str):
         self.spark = spark
         self.storage = Storage(location_root)
         self.root = self.storage.base_path
         self._lock = threading.RLock()
+        # (schema, name) -> what its Spark entry shows: ("table", latest instant) or ("view", sql)
+        self._entries: Dict[Tuple[str, str], tuple] = {}
 
     # ---- where things live ------------------------------------------------------------------
     def folder(self, schema: str, name: Optional[str] = None) -> str:
@@ -98,17 +109,64 @@ class StorageCatalog:
         return sorted(n for n in self.storage.list_names(schema) if not n.startswith(".") and self.is_table(schema, n))
 
     # ---- the Spark catalog ------------------------------------------------------------------
-    def sync(self) -> None:
-        """Register every table and view found on storage."""
-        for schema in self.schemas():
-            for name in self.tables(schema):
-                self.register(schema, name)
-        self._restore_views()
+    def resolve(self, names: Iterable[Sequence[str]]) -> None:
+        """Make the entries these names (as a statement wrote them) point at current: hudilite
+        tables as of their latest commit, remembered views with what they read. Names that
+        are not ours are left to Spark."""
+        seen: set = set()
+        for parts in names:
+            key = self._key(parts)
+            if key is not None:
+                self._refresh(key, seen)
+
+    def _key(self, parts: Sequence[str]) -> Optional[Tuple[str, str]]:
+        parts = list(parts)
+        if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+            parts = parts[1:]
+        if len(parts) == 1:
+            parts = [self.spark.catalog.currentDatabase()] + parts
+        if len(parts) != 2:
+            return None
+        try:
+            self.folder(*parts)
+        except ConfigurationError:  # not a name a table of ours can have
+            return None
+        return parts[0], parts[1]
+
+    def _refresh(self, key: Tuple[str, str], seen: set) -> None:
+        if key in seen:
+            return
+        seen.add(key)
+        schema, name = key
+        table = self.open(schema, name)
+        if table is not None:
+            if self._entries.get(key) != _table_state(table):
+                self.register(schema, name, table)
+            return
+        sql = self._remembered_view(schema, name)
+        if sql is None:
+            if self._entries.pop(key, None) is not None:  # dropped by another process
+                with self._lock:
+                    self._drop_entry(schema, name)
+            return
+        for parts in names_read(parse_plan(self.spark, sql)):
+            inner = self._key(parts)
+            if inner is not None:
+                self._refresh(inner, seen)
+        if self._entries.get(key) != ("view", sql):
+            with self._lock:
+                self.spark.sql(f"create namespace if not exists {quote(schema)}")
+                try:
+                    self.spark.sql(f"create or replace view {quote(schema, name)} as {sql}")
+                except Exception as err:  # noqa: BLE001 - named here, not as a missing view later
+                    raise ConfigurationError(f"view {schema}.{name} cannot be re-created: {err}") from None
+                self._entries[key] = ("view", sql)
 
     def register(self, schema: str, name: str, table: Optional[HudiTable] = None) -> None:
         table = table or self.open(schema, name)
         if table is None:
             return
+        state = _table_state(table)  # read first: a commit landing meanwhile makes the next look register again
         files = [f.path for f in table.latest_base_files()]
         path = snapshot_glob(self.table_path(schema, name), files) if files else table.empty_location()
         spark_schema = table.schema(with_meta=True)
@@ -116,8 +174,10 @@ class StorageCatalog:
             self.spark.sql(f"create namespace if not exists {quote(schema)}")
             self._drop_entry(schema, name)
             self.spark.catalog.createTable(quote(schema, name), path=path, source="parquet", schema=spark_schema)
+            self._entries[(schema, name)] = state
 
     def _drop_entry(self, schema: str, name: str) -> None:
+        self._entries.pop((schema, name), None)
         for kind in ("view", "table"):
             try:
                 self.spark.sql(f"drop {kind} if exists {quote(schema, name)}")
@@ -147,34 +207,28 @@ class StorageCatalog:
         self.folder(schema)  # refuses a name that leads outside location_root before anything happens
         with self._lock:
             self.spark.sql(f"drop namespace if exists {quote(schema)} cascade")
+            self._entries = {k: v for k, v in self._entries.items() if k[0] != schema}
         self.storage.delete_dir(self.folder(schema))
 
     # ---- views ------------------------------------------------------------------------------
+    def _view_file(self, schema: str, name: str) -> str:
+        return posixpath.join(self.folder(schema), VIEWS_DIR, folder_name(name, "name") + ".sql")
+
     def remember_view(self, schema: str, name: str, sql: str) -> None:
-        self.storage.write_text(posixpath.join(self.folder(schema), VIEWS_DIR, folder_name(name, "name") + ".sql"), sql)
+        """Keep a view's SQL (the view was just created from it in this session)."""
+        self.storage.write_text(self._view_file(schema, name), sql)
+        self._entries[(schema, name)] = ("view", sql)
 
     def forget_view(self, schema: str, name: str) -> None:
-        self.storage.delete_file(posixpath.join(self.folder(schema), VIEWS_DIR, folder_name(name, "name") + ".sql"))
+        self.storage.delete_file(self._view_file(schema, name))
 
-    def _restore_views(self) -> None:
-        pending = []
-        for schema in self.schemas():
-            for file_name in self.storage.list_names(posixpath.join(schema, VIEWS_DIR)):
-                if file_name.endswith(".sql"):
-                    sql = self.storage.read_text(posixpath.join(schema, VIEWS_DIR, file_name))
-                    pending.append((schema, file_name[: -len(".sql")], sql))
-        # Views may read views: create what resolves, then retry the rest until nothing moves.
-        while pending:
-            failed = []
-            for schema, name, sql in pending:
-                try:
-                    self.spark.sql(f"create namespace if not exists {quote(schema)}")
-                    self.spark.sql(f"create or replace view {quote(schema, name)} as {sql}")
-                except Exception:  # noqa: BLE001 - retried once its inputs exist
-                    failed.append((schema, name, sql))
-            if len(failed) == len(pending):
-                break
-            pending = failed
+    def views(self, schema: str) -> List[str]:
+        names = self.storage.list_names(posixpath.join(self.folder(schema), VIEWS_DIR))
+        return sorted(n[: -len(".sql")] for n in names if n.endswith(".sql"))
+
+    def _remembered_view(self, schema: str, name: str) -> Optional[str]:
+        path = self._view_file(schema, name)
+        return self.storage.read_text(path) if self.storage.exists(path) else None
 
     # ---- reads for SQL ----------------------------------------------------------------------
     def _temp_view(self, prefix: str, schema: str, name: str, key: str, df: DataFrame) -> str:
@@ -197,3 +251,8 @@ class StorageCatalog:
         if table is None:
             raise ConfigurationError(f"{schema}.{name} is not a hudilite table under {self.root}")
         return table
+
+
+def _table_state(table: HudiTable) -> tuple:
+    latest = table.context.timeline.latest_completed()
+    return ("table", None) if latest is None else ("table", latest.timestamp, latest.action)

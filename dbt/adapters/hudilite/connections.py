@@ -18,7 +18,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .catalog import StorageCatalog
 from .credentials import HudiliteCredentials
-from .dml import route_statement
+from .dml import run_statement
 from .session import spark_session
 from .table import HudiliteError
 
@@ -64,9 +64,7 @@ class HudiliteCursor(Cursor):
 
         catalog = self.connection.catalog
         try:
-            self._df = route_statement(catalog, sql)
-            if self._df is None:
-                self._df = catalog.spark.sql(sql)
+            self._df = run_statement(catalog, sql)
         except (AnalysisException, HudiliteError) as exc:
             raise DbtRuntimeError(str(exc)) from exc
         self._rows = None

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .spark_plan import name_parts, names_read, parse_plan, seq
 from .table import ConfigurationError, quote
 
 # Statements that may name a table and change nothing in it.
@@ -34,8 +35,6 @@ _WRITES = {
     "InsertIntoStatement", "CreateTableAsSelect", "ReplaceTableAsSelect", "CreateTable", "ReplaceTable",
     "UpdateTable", "DeleteFromTable", "MergeIntoTable", "UnresolvedWith",
 }
-_NAME_PARTS = {"UnresolvedRelation": "multipartIdentifier", "UnresolvedTable": "multipartIdentifier",
-               "UnresolvedTableOrView": "multipartIdentifier", "UnresolvedIdentifier": "nameParts"}
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[^\s.`(),;]+)"
 _TARGET = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
@@ -138,28 +137,11 @@ def _unquote(identifier: str) -> str:
 
 
 # ---- Spark's parse of a statement ------------------------------------------------------------
-def _seq(scala_seq) -> List[str]:
-    return [scala_seq.apply(i) for i in range(scala_seq.length())]
-
-
-def _name_parts(node) -> Optional[List[str]]:
-    """The table a plan node names, or None."""
-    try:
-        kind = node.getClass().getSimpleName()
-    except Exception:  # noqa: BLE001 - a plain value among the node's fields
-        return None
-    if kind in _NAME_PARTS:
-        return _seq(getattr(node, _NAME_PARTS[kind])())
-    if kind == "SubqueryAlias":
-        return _name_parts(node.child())
-    return None
-
-
 def _target(plan) -> Optional[List[str]]:
     """The table a statement acts on: the first of its fields that names one."""
     fields = plan.productIterator()
     while fields.hasNext():
-        parts = _name_parts(fields.next())
+        parts = name_parts(fields.next())
         if parts is not None:
             return parts
     return None
@@ -185,13 +167,23 @@ def _hudilite_table(catalog, parts: List[str]):
     return None if table is None else (parts[0], parts[1], table)
 
 
-def route_statement(catalog, sql: str) -> Optional[DataFrame]:
-    """Carry out `sql` if it writes a hudilite table and return an empty result; refuse what
-    the core cannot do; None when the statement is not for hudilite and Spark should run it."""
+def run_statement(catalog, sql: str) -> DataFrame:
+    """Run one statement of a connection or a model: the hudilite tables and views it names
+    are registered as of now, a write to one is carried out by the core (or refused), and
+    everything else is Spark's."""
+    plan = parse_plan(catalog.spark, sql)
+    catalog.resolve(names_read(plan) if plan is not None else ())
+    routed = route_statement(catalog, sql, plan) if plan is not None else None
+    return routed if routed is not None else catalog.spark.sql(sql)
+
+
+def route_statement(catalog, sql: str, plan=None) -> Optional[DataFrame]:
+    """Carry out `sql` (parsed as `plan` when the caller has it) if it writes a hudilite table
+    and return an empty result; refuse what the core cannot do; None when the statement is
+    not for hudilite and Spark should run it."""
     spark = catalog.spark
-    try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
-    except Exception:  # noqa: BLE001 - Spark reports its own parse error when it runs the statement
+    plan = plan if plan is not None else parse_plan(spark, sql)
+    if plan is None:
         return None
     kind = plan.getClass().getSimpleName()
     if kind in _HARMLESS or (kind not in _WRITES and not _is_command(spark, plan)):
@@ -243,7 +235,7 @@ def _refused(found, what: str) -> ConfigurationError:
 def _insert(catalog, plan, schema: str, name: str, table) -> None:
     rows = _query_rows(catalog.spark, plan.query())
     target_schema = table.schema()
-    given = _seq(plan.userSpecifiedCols())
+    given = seq(plan.userSpecifiedCols())
     if plan.byName():
         names = rows.columns
     else:

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
@@ -20,6 +21,7 @@ from . import materialize as m
 from .catalog import StorageCatalog
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
+from .dml import run_statement
 from .relation import HudiliteRelation
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
 
@@ -59,11 +61,16 @@ class HudiliteAdapter(SparkAdapter):
 
     # ---- relations: storage first ------------------------------------------------------------
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> List[BaseRelation]:
-        self.catalog  # registers what storage holds before Spark is asked
-        relations = super().list_relations_without_caching(schema_relation)
-        # SHOW TABLES lists the session's temporary views (as-of and changes reads among them)
-        # in every schema; they belong to none.
-        return [r for r in relations if r.schema == schema_relation.schema]
+        """What storage holds in the schema: its tables and remembered views (Spark's catalog
+        holds only what this session has registered so far)."""
+        catalog, schema = self.catalog, schema_relation.schema
+        try:
+            catalog.folder(schema)
+        except ConfigurationError:
+            return []
+        kinds = {name: RelationType.View for name in catalog.views(schema)}
+        kinds.update({name: RelationType.Table for name in catalog.tables(schema)})
+        return [self.Relation.create(schema=schema, identifier=name, type=kind) for name, kind in sorted(kinds.items())]
 
     def drop_relation(self, relation: BaseRelation) -> None:
         catalog = self.catalog
@@ -89,7 +96,9 @@ class HudiliteAdapter(SparkAdapter):
 
     def _get_columns_for_catalog(self, relation: BaseRelation):
         """dbt docs: Spark's type names, meta columns hidden, one owner for tables and views."""
-        spark = self.catalog.spark
+        catalog = self.catalog
+        catalog.resolve([(relation.schema, relation.identifier)])
+        spark = catalog.spark
         fields = [f for f in spark.table(quote(relation.schema, relation.identifier)).schema.fields
                   if f.name not in META_COLUMNS]
         for index, field in enumerate(fields):
@@ -149,7 +158,7 @@ class HudiliteAdapter(SparkAdapter):
 
     def _model_rows(self, config: m.ModelConfig, catalog: StorageCatalog, sql: str):
         try:
-            return catalog.spark.sql(sql)
+            return run_statement(catalog, sql)
         except Exception as err:  # noqa: BLE001 - Spark's analysis errors name what is wrong
             raise DbtRuntimeError(f"model '{config.name}': {err}") from None
 
