@@ -158,6 +158,34 @@ def test_retried_task_gives_the_same_keys_and_leaves_no_orphan_file(spark, tmp_p
     assert_hudi_rs_agrees(retried)
 
 
+def test_two_successful_attempts_of_one_task_leave_only_the_committed_files(spark, tmp_path, monkeypatch):
+    """Speculation: a second attempt of a task also finishes and leaves its own files (a new
+    file group for an insert, a second slice of the same file group for an upsert). Only the
+    files of the attempt the driver took are committed; the others are gone before publish."""
+    source = spark.range(0, 2000, numPartitions=2).select("id", (F.col("id") % 3).cast("string").alias("p"))
+    from dbt.adapters.hudilite.table.storage import Storage
+
+    deleted = []
+    delete_file = Storage.delete_file
+    monkeypatch.setattr(Storage, "delete_file", lambda self, rel: deleted.append(rel) or delete_file(self, rel))
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p", record_key="id")
+    table.write_options = {"speculative_task": 0}
+    table.insert(source)
+    t2 = table.upsert(source.where("id < 50").select("id", F.lit("0").alias("p")))
+    table.write_options = {}
+    second_attempts = [p for p in deleted if p.endswith(".parquet")]
+    assert {parse_base_file_name(p).write_token.split("-")[-1] for p in second_attempts} == {"1"}
+    assert {parse_base_file_name(p).instant for p in second_attempts} == {table.timeline()[0].timestamp, t2}
+    assert parquet_files_on_disk(table.path) == committed_files(table)
+    tokens = {parse_base_file_name(p).write_token.split("-")[-1] for p in committed_files(table)}
+    assert tokens == {"0"}  # the attempt the driver took
+    rows = sorted((r.id, r.p) for r in table.read().collect())
+    assert rows == sorted((i, "0" if i < 50 else str(i % 3)) for i in range(2000))
+    assert len(table.latest_base_files(t2)) == len({f.file_id for f in table.latest_base_files(t2)})
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
 def test_auto_keys_compress_to_a_fraction_of_a_byte(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "k"), "k")
     table.insert(spark.range(0, 100_000, numPartitions=1).select(F.col("id").alias("value")))

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from . import faults
 from .commit import WriteStat
-from .file_group import base_file_name, new_file_id, relative_file_path, write_token
+from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from .keygen import row_numbers, seqno_array
 from .layout import TMP_DIR, marker_path, partition_metadata_path
 from .rows import FILE_ID, REWRITE, SLICE, insert_layout
@@ -51,6 +51,7 @@ class WriteSpec:
     row_group_bytes: int = 128 * 1024 * 1024  # in Arrow memory; about a third of that on disk
     max_file_bytes: int = 512 * 1024 * 1024
     fail_task_attempt: Optional[Tuple[int, int]] = None  # (task partition, attempt): tests only
+    speculative_task: Optional[int] = None  # task partition whose files a second attempt also writes: tests only
     # Rewrites of existing file groups (upsert, delete): fileId -> the instant of its current slice.
     prev_commits: Dict[str, str] = field(default_factory=dict)
     deletes_per_file_group: Dict[str, int] = field(default_factory=dict)
@@ -163,8 +164,23 @@ def _task_context(spec: WriteSpec) -> Tuple[int, int, str]:
 def _finish(spec: WriteSpec, task_partition: int, attempt: int, stats: List[dict]) -> Iterator[pa.RecordBatch]:
     if spec.fail_task_attempt == (task_partition, attempt):
         raise RuntimeError(f"injected failure in task {task_partition} attempt {attempt}")
+    if spec.speculative_task == task_partition and attempt == 0:
+        _write_as_second_attempt(spec, stats)
     if stats:
         yield pa.RecordBatch.from_pylist(stats, schema=_stats_arrow_schema())
+
+
+def _write_as_second_attempt(spec: WriteSpec, stats: List[dict]) -> None:
+    """What a speculative attempt that also succeeds leaves: its own copy of each file (a new
+    file group for an insert, the same file group for a new slice), after its marker."""
+    storage = Storage(spec.base_path)
+    for stat in stats:
+        name = parse_base_file_name(stat["path"])
+        token = name.write_token.rsplit("-", 1)[0] + "-1"
+        file_id = name.file_id if stat["prev_commit"] else new_file_id()
+        copy = relative_file_path(stat["partition_path"], base_file_name(file_id, token, spec.instant))
+        storage.write_bytes(marker_path(spec.instant, copy), b"")
+        storage.write_bytes(copy, storage.read_bytes(stat["path"]))
 
 
 def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
