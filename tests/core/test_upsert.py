@@ -36,6 +36,39 @@ def test_upsert_rewrites_only_the_file_groups_it_touches(spark, tmp_path):
     assert_hudi_rs_agrees(table)
 
 
+@pytest.mark.parametrize("predicates", [(), ["stored.version < 5"]])
+def test_an_upsert_never_opens_a_file_group_it_does_not_touch(spark, tmp_path, predicates):
+    """The base files of every untouched file group are moved away during the upsert: any read
+    of one (tagging, merging, the precombine and predicate checks, conflict checks) fails."""
+    import shutil
+
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region",
+                             precombine="version")
+    table.insert(customers(spark, [(i, f"n{i}", f"r{i % 20}", 1) for i in range(200)]))
+    table.upsert(customers(spark, [(0, "warm", "r0", 1)]))  # the index exists before the files go
+    touched = {"region=r1", "region=r2", "region=r3"}
+    away = tmp_path / "away"
+    moved = [f.path for f in table.latest_base_files() if f.partition not in touched]
+    assert len({os.path.dirname(p) for p in moved}) == 20 - len(touched)
+    for path in moved:
+        os.makedirs(away / os.path.dirname(path), exist_ok=True)
+        shutil.move(os.path.join(table.path, path), away / path)
+    try:
+        table.upsert(customers(spark, [(1, "updated", "r1", 2),     # in place
+                                       (2, "moved", "r3", 2),       # from r2 to r3
+                                       (23, "stale", "r1", 0),      # older than stored, leaving r3
+                                       (1000, "new", "r_new", 1)]),  # a new partition
+                     predicates=predicates, predicate_alias="stored")
+    finally:
+        for path in moved:
+            shutil.move(away / path, os.path.join(table.path, path))
+    rows = {r.id: (r.name, r.region) for r in table.read().collect()}
+    assert (rows[1], rows[2], rows[23], rows[1000]) == (("updated", "r1"), ("moved", "r3"), ("n23", "r3"), ("new", "r_new"))
+    assert len(rows) == 201
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
 def test_precombine_moves_and_deletes(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region",
                              precombine="version")
