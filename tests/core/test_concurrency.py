@@ -150,3 +150,35 @@ def test_an_index_built_directly_publishes_only_as_of_the_latest_instant(spark, 
         table.index.build(table.read(first), first)  # a base as of an older instant would miss key 4
     assert table.index.build(table.read(), latest) == 4
     assert table.validate() == []
+
+
+def test_changes_stop_before_a_write_in_flight_so_a_late_earlier_commit_is_not_missed(spark, tmp_path):
+    """Writers publish out of order: B (later time) completes while A (earlier) still writes. A
+    reader that took B as its checkpoint would never see A. Changes stop before A until it is
+    done; a consumer that always starts from the last commit time it read gets every row once."""
+    from dbt.adapters.hudilite.table import TimelineError
+
+    table = keyed_table(spark, tmp_path)
+    t1 = table.timeline()[-1].timestamp
+    other, reader = HudiTable.open(spark, table.path), HudiTable.open(spark, table.path)
+    seen = []
+
+    def consume(start):
+        rows = reader.read_changes(start).collect()
+        seen.extend((r.id, r.name) for r in rows)
+        return max([start] + [r._hoodie_commit_time for r in rows])
+
+    def later_write_and_a_read():
+        t_b = other.upsert(customers(spark, [(3, "cy2", "us")]))
+        checkpoint = consume(t1)
+        assert seen == [] and checkpoint == t1  # B is held back: A, earlier, may still publish
+        with pytest.raises(TimelineError, match=r"instant \d+ is still being written and precedes " + t_b):
+            reader.read_changes(t1, t_b)
+        return t_b
+
+    theirs = while_writing(table, later_write_and_a_read)
+    t_a = table.upsert(customers(spark, [(1, "ann2", "eu")]))
+    assert t_a < theirs[0]
+    consume(consume(t1))
+    assert sorted(seen) == [(1, "ann2"), (3, "cy2")]
+    assert {r.id for r in reader.read_changes(t1, theirs[0]).collect()} == {1, 3}

@@ -29,6 +29,7 @@ from .layout import EMPTY_DIR, PROPERTIES_FILE, TMP_DIR
 from .reader import changed_rows
 from .schema import with_meta_columns
 from .storage import Storage
+from .transaction import first_write_in_flight
 
 Fields = Union[None, str, Sequence[str]]
 
@@ -215,14 +216,23 @@ class HudiTable:
         return self.context.read(as_of)
 
     def read_changes(self, start, end=None) -> DataFrame:
-        """Rows inserted or changed in the instants (start, end]; end defaults to the latest."""
+        """Rows inserted or changed in the instants (start, end]. `end` defaults to the latest
+        instant no write in flight precedes: a concurrent writer that claimed an earlier time
+        may still publish, and a reader that took a later end as its next start would miss
+        it. An explicit `end` past such a writer is refused for the same reason."""
         timeline = self.context.timeline
         start_instant = str(start) if start is not None else "0"
+        completed, in_flight = first_write_in_flight(self.context.storage, timeline)
+        final = [t for t in completed if in_flight is None or t < in_flight]
         if end is None:
-            latest = timeline.latest_completed()
-            end_instant = latest.timestamp if latest else start_instant
+            end_instant = max(final[-1], start_instant) if final else start_instant
         else:
             end_instant = timeline.resolve(end)
+            if in_flight is not None and in_flight < end_instant:
+                raise TimelineError(
+                    f"table {self.name}: instant {in_flight} is still being written and precedes {end_instant}, so "
+                    f"changes up to {end_instant} are not final; read up to {final[-1] if final else start_instant} "
+                    "or retry when it is done")
         files = [f for f in timeline.view(end_instant).latest_base_files() if f.instant > start_instant]
         return changed_rows(self.context.read_files(files, end_instant), start_instant, end_instant)
 

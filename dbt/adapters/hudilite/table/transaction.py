@@ -64,6 +64,22 @@ def open_claims(storage: Storage) -> List[str]:
     return [t for t in claimed_instants(storage) if not _rolled_back(storage, t)]
 
 
+def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[str], Optional[str]]:
+    """(completed instants, the earliest instant a writer may still publish). Writers claim
+    times in order but publish in any order: an instant before that one is final, one after
+    it may yet get an earlier neighbour (Hudi's "hollow commit"). The completed listing is
+    taken twice around the in-flight one, so a writer finishing meanwhile is seen."""
+    completed = [i.timestamp for i in timeline.completed()]
+    while True:
+        in_flight = {i.timestamp for i in timeline.pending()} | set(open_claims(storage))
+        again = [i.timestamp for i in timeline.completed()]
+        if again == completed:
+            break
+        completed = again
+    holes = sorted(in_flight - set(completed))  # a claim outlives its publish by a moment
+    return completed, holes[0] if holes else None
+
+
 def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
     path = writer_path(instant)
     if not storage.exists(path):
