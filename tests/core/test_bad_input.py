@@ -154,6 +154,25 @@ def test_what_is_not_a_table_is_named(spark, tmp_path):
         HudiTable.create(spark, str(tmp_path / "a_file" / "t"), "t")
 
 
+def test_a_create_killed_before_its_properties_is_taken_over(spark, tmp_path):
+    """A create killed between its temporary properties file and the rename leaves `.hoodie/`
+    with only that file: the next create takes the folder; anything more is still refused."""
+    tmp = tmp_path / "t" / ".hoodie" / ".hudilite" / "tmp"
+    tmp.mkdir(parents=True)
+    (tmp / "hoodie.properties.0123.tmp").write_text("hoodie.table.name=t\n")
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    table.insert(spark.createDataFrame([(1,)], "id long"))
+    assert [r.id for r in table.read().collect()] == [1]
+    assert os.listdir(tmp_path / "t" / ".hoodie" / ".hudilite" / "tmp") == []
+
+    tmp = tmp_path / "u" / ".hoodie" / ".hudilite" / "tmp"
+    tmp.mkdir(parents=True)
+    (tmp_path / "u" / ".hoodie" / "20261101000000000.commit").write_text("{}")
+    with pytest.raises(ConfigurationError, match="holds files that are not a Hudi table \\(.hoodie\\)"):
+        HudiTable.create(spark, str(tmp_path / "u"), "u")
+    assert sorted(os.listdir(tmp_path / "u" / ".hoodie")) == [".hudilite", "20261101000000000.commit"]
+
+
 def test_a_newer_table_version_is_refused(spark, tmp_path):
     table = keyed(spark, tmp_path)
     props = os.path.join(table.path, ".hoodie", "hoodie.properties")

@@ -353,6 +353,8 @@ KILLED_MODELS = {
     "events_append.sql": MODELS["events_append.sql"],
     "daily_overwrite.sql": MODELS["daily_overwrite.sql"],
     "page_views.sql": CLEANED_MODELS["page_views.sql"],
+    "first_build.sql": "{{ config(materialized='incremental', unique_key='event_id', partition_by='day') }}\n"
+                       "select * from {{ ref('raw_events') }}",
 }
 
 # (dbt command, node, phase): the killed command builds only that node; `crash` marks the slower rest.
@@ -383,14 +385,44 @@ class TestAKilledDbtRun(HudiliteProject):
     def snapshots(self):
         return {"pages_snapshot.sql": SNAPSHOT}
 
-    @pytest.mark.parametrize("command, node, phase", KILLED_COMMANDS)
-    def test_the_next_run_recovers(self, project, spark, command, node, phase):
+    @staticmethod
+    def kill(project, command, node, phase):
+        """`dbt <command> --select <node>` in a new process that kills itself at `phase`."""
         import signal
         import subprocess
         import sys
 
+        killed = subprocess.run(
+            [sys.executable, "-c", "import os; os.environ['HUDILITE_KILL_PID'] = str(os.getpid()); "
+             "from dbt.cli.main import cli; cli()", command, "--select", node, "--vars", "{batch: 2, run: 3}",
+             "--project-dir", str(project.project_root), "--profiles-dir", str(project.profiles_dir)],
+            env=dict(os.environ, HUDILITE_KILL_AT=phase), capture_output=True, text=True, timeout=600,
+            cwd=str(project.project_root), start_new_session=True)
+        assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+
+    @pytest.mark.parametrize("phase", ["before_publish", pytest.param("requested", marks=pytest.mark.crash)])
+    def test_a_killed_first_build_is_built_by_the_next_run(self, project, spark, phase):
+        import shutil
+
         run_dbt(["seed"])
-        run_dbt(["run", "--full-refresh", "--vars", "{run: 1}"])
+        table_path = os.path.join(project.adapter.config.credentials.location_root, project.test_schema, "first_build")
+        assert not os.path.exists(table_path)
+        self.kill(project, "run", "first_build", phase)
+        assert os.path.exists(os.path.join(table_path, ".hoodie", "hoodie.properties"))  # created, nothing committed
+        run_dbt(["run", "--select", "first_build"])
+        assert self.rows(project, "first_build", "event_id, cast(day as string)") == [
+            (1, "2026-11-01"), (2, "2026-11-01"), (3, "2026-11-02"), (4, "2026-11-02"), (5, "2026-11-03")]
+        table = self.table(project, spark, "first_build")
+        assert [i.state for i in table.timeline()] == ["COMPLETED"]
+        assert table.config.partition_fields == ["day"] and table.config.record_key_fields == ["event_id"]
+        assert table.validate() == []
+        assert_hudi_rs_agrees(table)
+        shutil.rmtree(table_path)  # the next case starts without it
+
+    @pytest.mark.parametrize("command, node, phase", KILLED_COMMANDS)
+    def test_the_next_run_recovers(self, project, spark, command, node, phase):
+        run_dbt(["seed"])
+        run_dbt(["run", "--full-refresh", "--vars", "{run: 1}", "--exclude", "first_build"])
         run_dbt(["snapshot"])
         run_dbt(["run", "--select", "page_views", "--vars", "{run: 2}"])
         if command == "snapshot":
@@ -398,13 +430,7 @@ class TestAKilledDbtRun(HudiliteProject):
         tables = ("events_keyed", "events_append", "daily_overwrite", "page_views", "pages_snapshot")
         before = {name: self.rows(project, name, "*") for name in tables}
         versions = self.rows(project, "pages_snapshot", "event_id, page, dbt_valid_to is null")
-        env = dict(os.environ, HUDILITE_KILL_AT=phase)
-        killed = subprocess.run(
-            [sys.executable, "-c", "import os; os.environ['HUDILITE_KILL_PID'] = str(os.getpid()); "
-             "from dbt.cli.main import cli; cli()", command, "--select", node, "--vars", "{batch: 2, run: 3}",
-             "--project-dir", str(project.project_root), "--profiles-dir", str(project.profiles_dir)],
-            env=env, capture_output=True, text=True, timeout=600, cwd=str(project.project_root), start_new_session=True)
-        assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+        self.kill(project, command, node, phase)
         run_dbt([command, "--select", node, "--vars", "{batch: 2, run: 3}"])  # the next plain command
         after = {
             "events_keyed": [(1,), (2,), (3,), (4,), (5,)],  # merged once, killed or not

@@ -168,18 +168,21 @@ class HudiliteAdapter(SparkAdapter):
         schema, name = relation.schema, relation.identifier
         df = rows(catalog)
         table = catalog.open(schema, name)
-        state = None if table is None else m.TableState(
-            table.config.partition_fields, table.config.record_key_fields, _columns(table.schema()))
+        # A table without a commit (a first build killed or failing before it published) holds
+        # nothing: it is built as new, in place when its layout fits.
+        built = table is not None and table.context.timeline.latest_completed() is not None
+        state = m.TableState(table.config.partition_fields, table.config.record_key_fields,
+                             _columns(table.schema())) if built else None
         try:
             plan = m.plan_build(config, _columns(df.schema), state, full_refresh)
         except m.ModelConfigError as err:
             raise CompilationError(str(err)) from None
         if table is None:
             catalog.drop_view(schema, name)  # the model was a view before
-        elif plan.recreate:
+        elif plan.recreate or (not built and not _layout_fits(table, plan)):
             catalog.drop_table(schema, name)  # a rebuild with a new layout starts a new table
             table = None
-        if plan.operation == m.CREATE:
+        if plan.operation == m.CREATE and table is None:
             try:
                 table = HudiTable.create(catalog.spark, catalog.table_path(schema, name), name,
                                          partition_by=plan.partition_by, record_key=plan.record_key,
@@ -267,6 +270,12 @@ def _seed_text(value: Any) -> Optional[str]:
     if isinstance(value, (dt.date, decimal.Decimal)):
         return str(value)
     return str(value)
+
+
+def _layout_fits(table: HudiTable, plan: m.BuildPlan) -> bool:
+    config = table.config
+    return (config.partition_fields, config.record_key_fields, config.precombine_field) == (
+        plan.partition_by, plan.record_key, plan.precombine_field)
 
 
 def _with_retries(retries: int, write):

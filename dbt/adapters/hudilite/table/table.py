@@ -25,7 +25,7 @@ from .errors import ConfigurationError, TimelineError
 from .file_group import BaseFile
 from .index import TableIndex
 from .instant import Instant
-from .layout import EMPTY_DIR, PROPERTIES_FILE, TMP_DIR
+from .layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
 from .reader import changed_rows
 from .schema import with_meta_columns
 from .storage import Storage
@@ -62,6 +62,10 @@ class HudiTable:
             foreign = storage.list_names("")
         except (NotADirectoryError, FileExistsError):
             raise ConfigurationError(f"cannot create table {name} at {storage.base_path}: it is a file") from None
+        if foreign == [HOODIE_DIR] and all(
+                posixpath.join(HOODIE_DIR, p).startswith(TMP_DIR + "/") for p in storage.list_files_recursive(HOODIE_DIR)):
+            storage.delete_dir(HOODIE_DIR)  # a create killed before its properties were in place
+            foreign = []
         if foreign:
             raise ConfigurationError(f"cannot create table {name}: {storage.base_path} holds files that are not a Hudi "
                                      f"table ({', '.join(sorted(foreign)[:3])}); move them away or choose another location")
