@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from pyspark.sql import types as T
@@ -44,3 +45,42 @@ def test_compatibility():
         check_compatible(table, T.StructType([T.StructField("a", T.StringType()), T.StructField("b", T.StringType())]), "t")
     with pytest.raises(SchemaError, match="lack column 'b'"):
         check_compatible(table, T.StructType([T.StructField("a", T.LongType())]), "t")
+
+
+def test_avro_schemas_read_back_as_the_spark_schema_they_came_from():
+    from dbt.adapters.hudilite.table.schema import from_avro
+
+    assert from_avro(to_avro(SCHEMA, "t")) == SCHEMA
+    hudi_style = json.dumps({"type": "record", "name": "t_record", "fields": [
+        {"name": "_hoodie_commit_time", "type": ["null", "string"]},
+        {"name": "id", "type": ["int", "null"]},  # Hudi's Java writer puts null second
+        {"name": "ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "local", "type": ["null", {"type": "long", "logicalType": "local-timestamp-micros"}]},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 2}},
+        {"name": "kind", "type": {"type": "enum", "name": "k", "symbols": ["A", "B"]}},
+        {"name": "hash", "type": {"type": "fixed", "name": "h", "size": 16}},
+        {"name": "items", "type": {"type": "array", "items": ["null", "long"]}}]})
+    assert from_avro(hudi_style) == T.StructType([
+        T.StructField("id", T.IntegerType(), True), T.StructField("ms", T.TimestampType(), False),
+        T.StructField("local", T.TimestampNTZType(), True), T.StructField("price", T.DecimalType(5, 2), False),
+        T.StructField("kind", T.StringType(), False), T.StructField("hash", T.BinaryType(), False),
+        T.StructField("items", T.ArrayType(T.LongType(), True), False)])
+    with pytest.raises(SchemaError, match="union"):
+        from_avro(json.dumps({"type": "record", "name": "r", "fields": [{"name": "u", "type": ["int", "string"]}]}))
+
+
+@pytest.mark.parametrize("field, column", [
+    (T.StructField("my col", T.LongType()), "my col"),
+    (T.StructField("a-b", T.LongType()), "a-b"),
+    (T.StructField("9lives", T.LongType()), "9lives"),
+    (T.StructField("s", T.StructType([T.StructField("x.y", T.LongType())])), "s.x.y"),
+    (T.StructField("l", T.ArrayType(T.StructType([T.StructField("bad name", T.LongType())]))), "l[].bad name"),
+])
+def test_names_avro_cannot_hold_are_refused_naming_the_column(field, column):
+    with pytest.raises(SchemaError, match=f"table t: column '{re.escape(column)}' cannot be named in Avro"):
+        to_avro(T.StructType([T.StructField("id", T.LongType()), field]), "t")
+
+
+def test_maps_with_keys_avro_cannot_hold_are_refused():
+    with pytest.raises(SchemaError, match="column 'm' is a map with int keys"):
+        to_avro(T.StructType([T.StructField("m", T.MapType(T.IntegerType(), T.StringType()))]), "t")

@@ -20,6 +20,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from . import faults
 from . import properties as props
+from .properties import KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE
 from .commit import SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from .errors import ConcurrentWriteError, ConfigurationError, DataError, SchemaError, TimelineError
 from .file_group import BaseFile, FileSystemView
@@ -32,7 +33,7 @@ from .lock import TableLock
 from .reader import read_base_files
 from .record_index import RecordIndex
 from .rows import ROW_INDEX, insert_layout
-from .schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_json, quote, to_avro, to_json
+from .schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
 from .storage import Storage
 from .timeline import Timeline
 from .transaction import WriteTransaction, open_claims
@@ -69,6 +70,7 @@ class TableContext:
         self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
         self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
         self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
+        self._field_prefixed: Optional[bool] = None  # the key format, once known (`field_prefixed_keys`)
 
     @property
     def name(self) -> str:
@@ -79,11 +81,15 @@ class TableContext:
 
     # ---- reads ------------------------------------------------------------------------------
     def schema(self, as_of: Optional[str] = None) -> Optional[T.StructType]:
-        """The data schema (no meta columns) as of an instant; None before the first write."""
+        """The data schema (no meta columns) as of an instant; None before the first write.
+        Ours carries exact Spark types; a commit of Hudi's Java writer only the Avro schema,
+        and a table it created but never wrote `hoodie.table.create.schema`."""
         for _, metadata in reversed(self.timeline.commits(as_of)):
             if SPARK_SCHEMA_KEY in metadata.extra:
                 return from_json(metadata.extra[SPARK_SCHEMA_KEY])
-        return None
+            if metadata.extra.get(SCHEMA_KEY):
+                return from_avro(metadata.extra[SCHEMA_KEY])
+        return from_avro(self.config.create_schema) if self.config.create_schema else None
 
     def existing_schema(self) -> T.StructType:
         current = self.schema()
@@ -138,15 +144,25 @@ class TableContext:
 
     def ensure_index(self) -> None:
         """Tables written before the index existed get it built on their first indexed write."""
+        self.check_writable()
         if not self.index.is_built() and self.timeline.latest_completed() is not None:
             self.build_index()
 
     # ---- the steps of a write ---------------------------------------------------------------
+    def check_writable(self) -> None:
+        """Refuse, before anything is written, a table whose Java writer's settings we cannot
+        keep (see `properties`), or whose keys we cannot make."""
+        if self.config.not_writable:
+            raise self.error(f"hudilite cannot write it: {self.config.not_writable}")
+        if not self.config.auto_keys:
+            self.field_prefixed_keys()
+
     def transaction(self, action: str) -> WriteTransaction:
         """A write's transaction. A write that began before the index existed (or before it was
         rebuilt with other shards) wrote no delta (or one in the old shards): it may not publish
         after such a change (its keys would be missing). Its schema is compared with that of
         concurrent commits (`conflict.py`)."""
+        self.check_writable()
         shards_at_start = _shards(self.index.state())
         schema_at_start = self.schema()
 
@@ -197,6 +213,7 @@ class TableContext:
         if len(names) < len(incoming.fields):
             twice = sorted(f.name for f in incoming.fields if [g.name.lower() for g in incoming.fields].count(f.name.lower()) > 1)
             raise SchemaError(f"table {self.name}: the new rows hold columns that differ only by case: {', '.join(twice)}")
+        to_avro(incoming, self.name)  # refuses what Java readers could not parse, before anything is written
         wanted = [("partition", c) for c in self.config.partition_fields] + [("record key", c) for c in self.config.record_key_fields]
         if self.config.precombine_field:
             wanted.append(("precombine", self.config.precombine_field))
@@ -248,8 +265,33 @@ class TableContext:
         return df.select(*data, *extra)
 
     def key_column(self, data_schema: T.StructType) -> Column:
-        """The record key of typed rows (`typed`)."""
-        return record_key(resolve_columns(self.config.record_key_fields, data_schema), self.name)
+        """The record key of typed rows (`typed`), in the table's key format."""
+        return record_key(resolve_columns(self.config.record_key_fields, data_schema), self.name,
+                          self.field_prefixed_keys())
+
+    def field_prefixed_keys(self) -> bool:
+        """Whether keys read `field:value` (see `keygen`), as the declared key generator writes
+        them. A complex key on one field was written bare by Hudi 0.14.1 to 1.0.2 (HUDI-7001)
+        and by hudilite before 0.2: a table that holds keys keeps the format it has."""
+        if self._field_prefixed is None:
+            generator, fields = self.config.keygen_class, self.config.record_key_fields
+            if generator not in (KEYGEN_SIMPLE, KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED):
+                raise self.error(f"its key generator {generator} is not one hudilite writes keys for (Simple, Complex, "
+                                 "Nonpartitioned); it can be read, not written")
+            prefixed = len(fields) > 1 or (generator == KEYGEN_COMPLEX and self._stored_key_prefix_or(True))
+            self._field_prefixed = prefixed
+        return self._field_prefixed
+
+    def _stored_key_prefix_or(self, default: bool) -> bool:
+        """Whether a stored key starts with `<key field>:`, or `default` when none is stored."""
+        for base_file in self.timeline.view().latest_base_files():
+            with self.storage.open_input(base_file.path) as source:
+                parquet = pq.ParquetFile(source)
+                for group in range(parquet.metadata.num_row_groups):
+                    keys = parquet.read_row_group(group, columns=[RECORD_KEY]).column(0).drop_null()
+                    if len(keys):
+                        return keys[0].as_py().startswith(self.config.record_key_fields[0] + ":")
+        return default
 
     def partition_column(self, data_schema: T.StructType) -> Column:
         """The partition path of typed rows (`typed`)."""

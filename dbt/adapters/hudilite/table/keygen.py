@@ -1,6 +1,7 @@
 """Record keys and partition paths, as Spark column expressions evaluated on the executors.
 
-- simple key: `str(value)` of one field; complex key: `f1:v1,f2:v2`.
+- simple key: `str(value)` of one field; complex key: `f1:v1,f2:v2` (`f1:v1` with one field:
+  Hudi's ComplexKeyGenerator prefixes the field name, apart from releases 0.14.1-1.0.2).
 - auto key (RFC-76): `<instant>_<task partition>_<row>`, the row numbered in the order the
   task writes it. The task sorts its rows by partition path and their input position (the
   low 33 bits of `monotonically_increasing_id()`), so the numbering is deterministic when a
@@ -45,9 +46,11 @@ def seqno_array(instant: str, task_partition: int, row_index: pa.Array) -> pa.Ar
     return pc.binary_join_element_wise(f"{instant}_{task_partition}_", pc.cast(row_index, pa.string()), "")
 
 
-def record_key(fields: Sequence[str], table: str) -> Column:
-    """The record key of user-named key fields; a null key is an error naming the column."""
-    if len(fields) == 1:
+def record_key(fields: Sequence[str], table: str, field_prefixed: bool) -> Column:
+    """The record key of user-named key fields; a null key is an error naming the column.
+    `field_prefixed`: `f1:v1[,f2:v2]` as Hudi's complex key generator writes it (always with two
+    or more fields); else one field's bare value."""
+    if len(fields) == 1 and not field_prefixed:
         col = F.col(quote(fields[0]))
         return F.when(
             col.isNull() | (col.cast("string") == ""),

@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 HOODIE_DIR = ".hoodie"
 PROPERTIES_FILE = HOODIE_DIR + "/hoodie.properties"
 PARTITION_METADATA = ".hoodie_partition_metadata"
+ARCHIVED_DIR = HOODIE_DIR + "/archived"  # Hudi's archived timeline (empty in every table hudilite reads)
 
 PRIVATE_DIR = HOODIE_DIR + "/.hudilite"
 TMP_DIR = PRIVATE_DIR + "/tmp"

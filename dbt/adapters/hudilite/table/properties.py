@@ -102,6 +102,9 @@ class TableConfig:
     precombine_field: Optional[str] = None
     database: str = "default"
     hive_style_partitioning: bool = True
+    create_schema: Optional[str] = None  # Avro, as Hudi's Java writer records it at creation
+    key_generator: Optional[str] = None  # as declared by the table; None: by its shape
+    not_writable: Optional[str] = None  # why hudilite may read but not write it (a Java writer's settings)
 
     @property
     def auto_keys(self) -> bool:
@@ -109,6 +112,8 @@ class TableConfig:
 
     @property
     def keygen_class(self) -> str:
+        if self.key_generator:
+            return self.key_generator
         if not self.partition_fields:
             return KEYGEN_NON_PARTITIONED
         if len(self.record_key_fields) > 1 or len(self.partition_fields) > 1:
@@ -137,6 +142,8 @@ class TableConfig:
             props["hoodie.table.recordkey.fields"] = ",".join(self.record_key_fields)
         if self.precombine_field:
             props["hoodie.table.precombine.field"] = self.precombine_field
+        if self.create_schema:
+            props["hoodie.table.create.schema"] = self.create_schema
         return props
 
     @classmethod
@@ -160,7 +167,27 @@ class TableConfig:
                 "hoodie.datasource.write.hive_style_partitioning", "false"
             ).lower()
             == "true",
+            create_schema=props.get("hoodie.table.create.schema") or None,
+            key_generator=props.get("hoodie.table.keygenerator.class") or None,
+            not_writable=_not_writable(props),
         )
+
+
+def _not_writable(props: Dict[str, str]) -> Optional[str]:
+    """Why a table Hudi's Java writer set up would not see (or would break under) our commits."""
+    if props.get("hoodie.table.metadata.partitions"):
+        return ("Hudi's metadata table is on (hoodie.table.metadata.partitions); hudilite does not keep it in step, so "
+                "Java readers would miss its commits. Write it from Java with hoodie.metadata.enable=false (which "
+                "removes the metadata table) to write it with both")
+    if props.get("hoodie.populate.meta.fields", "true").lower() == "false":
+        return ("its rows carry no meta fields (hoodie.populate.meta.fields=false, virtual keys); hudilite reads such a "
+                "table but writes only tables with meta fields")
+    if props.get("hoodie.datasource.write.partitionpath.urlencode", "false").lower() == "true":
+        return ("its partition paths are URL-encoded (hoodie.datasource.write.partitionpath.urlencode=true); hudilite "
+                "writes plain partition paths")
+    if props.get("hoodie.timeline.layout.version", "1") != "1":
+        return f"its timeline layout version is {props['hoodie.timeline.layout.version']}; hudilite writes version 1"
+    return None
 
 
 def table_checksum(database: str, name: str) -> int:

@@ -80,10 +80,34 @@ def _avro_name(name: str) -> str:
     return cleaned if re.match(r"^[A-Za-z_]", cleaned) else "_" + cleaned
 
 
+_AVRO_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 def to_avro(schema: T.StructType, table_name: str) -> str:
-    """The Avro record schema of `schema`, nullable fields as unions with null, as Hudi writes it."""
+    """The Avro record schema of `schema`, nullable fields as unions with null, as Hudi writes it.
+    Java readers parse it with Avro's own parser, so what Avro cannot name or hold is refused
+    here, naming the column, before anything is written."""
+    _check_avro_names(schema, table_name, "")
     record = _avro_record(schema, f"{_avro_name(table_name)}_record", f"hoodie.{_avro_name(table_name)}")
     return json.dumps(record, separators=(",", ":"))
+
+
+def _check_avro_names(dtype: T.DataType, table: str, path: str) -> None:
+    if isinstance(dtype, T.StructType):
+        for f in dtype.fields:
+            column = f"{path}.{f.name}" if path else f.name
+            if not _AVRO_FIELD_NAME.match(f.name):
+                raise SchemaError(f"table {table}: column '{column}' cannot be named in Avro, which Hudi's Java readers "
+                                  "parse the table schema with (letters, digits and '_', not starting with a digit): "
+                                  "rename it with an alias")
+            _check_avro_names(f.dataType, table, column)
+    elif isinstance(dtype, T.ArrayType):
+        _check_avro_names(dtype.elementType, table, path + "[]")
+    elif isinstance(dtype, T.MapType):
+        if not isinstance(dtype.keyType, T.StringType):
+            raise SchemaError(f"table {table}: column '{path}' is a map with {dtype.keyType.simpleString()} keys; "
+                              "Avro maps, and so Hudi's, have string keys: cast the keys to string")
+        _check_avro_names(dtype.valueType, table, path + "{}")
 
 
 def _avro_record(schema: T.StructType, name: str, namespace: str) -> dict:
@@ -137,6 +161,61 @@ def _avro_type(dtype: T.DataType, name: str, namespace: str):
     if isinstance(dtype, T.StructType):
         return _avro_record(dtype, name, namespace)
     raise SchemaError(f"type {dtype.simpleString()} has no Avro form in a Hudi table")
+
+
+def from_avro(text: str) -> T.StructType:
+    """The Spark schema of an Avro record schema as Hudi's Java writer records it (commit
+    `extraMetadata.schema`, `hoodie.table.create.schema`), meta columns left out."""
+    record = json.loads(text)
+    schema = _spark_type(record)
+    if not isinstance(schema, T.StructType):
+        raise SchemaError(f"the table's Avro schema is not a record: {text[:200]}")
+    return T.StructType([f for f in schema.fields if f.name not in META_COLUMNS])
+
+
+_AVRO_PRIMITIVES = {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(), "float": T.FloatType(),
+                    "double": T.DoubleType(), "boolean": T.BooleanType(), "bytes": T.BinaryType(), "enum": T.StringType()}
+_AVRO_LOGICAL = {"date": T.DateType(), "timestamp-micros": T.TimestampType(), "timestamp-millis": T.TimestampType(),
+                 "local-timestamp-micros": T.TimestampNTZType(), "local-timestamp-millis": T.TimestampNTZType(),
+                 "uuid": T.StringType()}
+
+
+def _nullable(avro) -> tuple:
+    """(the type without null, whether null is allowed)."""
+    if isinstance(avro, list):
+        others = [t for t in avro if t != "null"]
+        if len(others) != 1:
+            raise SchemaError(f"Avro union {avro} has no Spark type (only a type with null is)")
+        return others[0], len(others) < len(avro)
+    return avro, avro == "null"
+
+
+def _spark_type(avro) -> T.DataType:
+    avro, _ = _nullable(avro)
+    if isinstance(avro, str):
+        if avro in _AVRO_PRIMITIVES:
+            return _AVRO_PRIMITIVES[avro]
+        raise SchemaError(f"Avro type {avro!r} has no Spark type (named type references are not supported)")
+    kind, logical = avro.get("type"), avro.get("logicalType")
+    if logical == "decimal" and kind in ("fixed", "bytes"):
+        return T.DecimalType(avro["precision"], avro.get("scale", 0))
+    if logical in _AVRO_LOGICAL:
+        return _AVRO_LOGICAL[logical]
+    if kind == "record":
+        fields = []
+        for f in avro["fields"]:
+            inner, nullable = _nullable(f["type"])
+            fields.append(T.StructField(f["name"], _spark_type(inner), nullable))
+        return T.StructType(fields)
+    if kind == "array":
+        items, nullable = _nullable(avro["items"])
+        return T.ArrayType(_spark_type(items), nullable)
+    if kind == "map":
+        values, nullable = _nullable(avro["values"])
+        return T.MapType(T.StringType(), _spark_type(values), nullable)
+    if kind == "fixed":
+        return T.BinaryType()
+    return _spark_type(kind)
 
 
 def _decimal_bytes(precision: int) -> int:

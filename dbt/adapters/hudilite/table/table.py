@@ -25,7 +25,7 @@ from .errors import ConfigurationError, TimelineError
 from .file_group import BaseFile
 from .index import TableIndex
 from .instant import Instant
-from .layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
+from .layout import ARCHIVED_DIR, EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
 from .reader import changed_rows
 from .schema import with_meta_columns
 from .storage import Storage
@@ -85,6 +85,13 @@ class HudiTable:
         if not storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is not a Hudi table (no {PROPERTIES_FILE})")
         config = props.TableConfig.from_properties(props.loads(storage.read_text(PROPERTIES_FILE)))
+        archived = [n for n in storage.list_names(ARCHIVED_DIR) if n != ".DS_Store"]
+        if archived:  # file groups those commits wrote would be missing from our view of the table
+            raise ConfigurationError(
+                f"table {config.name}: Hudi's Java writer archived part of its timeline ({ARCHIVED_DIR}/{archived[0]}, "
+                f"{len(archived)} file(s)); hudilite reads only tables whose whole timeline is active. Keep Java "
+                "writers from archiving (hoodie.keep.min.commits/hoodie.keep.max.commits above the table's commit "
+                "count) to share a table with hudilite")
         return cls(spark, storage, config)
 
     @property
