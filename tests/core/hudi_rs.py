@@ -5,6 +5,10 @@ from decimal import Decimal
 
 import hudi
 import pyarrow as pa
+import pytest
+
+from dbt.adapters.hudilite.table.errors import TimelineError
+from dbt.adapters.hudilite.table.transaction import first_write_in_flight
 
 
 def _normalize(value):
@@ -74,7 +78,15 @@ def assert_hudi_rs_agrees(table, expect_empty=False):
     assert bool(latest) != expect_empty, f"the latest snapshot has {len(latest)} rows; expected {'none' if expect_empty else 'some'}"
     for instant in completed:
         _compare(table.read(as_of=instant), hudi_rs_snapshot(table.path, instant), f"as of {instant}")
+    # A changes read past a write in flight is refused (that write may still publish into the
+    # range): compare every range before it, and check the refusal of the first one past it.
+    _, in_flight = first_write_in_flight(table.context.storage, table.context.timeline)
+    final = [t for t in completed if in_flight is None or t < in_flight]
     for start, end in zip(completed, completed[1:]):
-        _compare(table.read_changes(start, end), hudi_rs_changes(table.path, start, end), f"changes ({start}, {end}]")
-    if completed and not earliest:
-        _compare(table.read_changes("0", completed[-1]), hudi_rs_changes(table.path, "0", completed[-1]), "all changes")
+        if end in final:
+            _compare(table.read_changes(start, end), hudi_rs_changes(table.path, start, end), f"changes ({start}, {end}]")
+        else:
+            with pytest.raises(TimelineError, match=f"instant {in_flight} is still being written"):
+                table.read_changes(start, end)
+    if final and not earliest:
+        _compare(table.read_changes("0", final[-1]), hudi_rs_changes(table.path, "0", final[-1]), "all changes")
