@@ -4,6 +4,7 @@ what we read equals what hudi-rs reads, and our writes continue them in their ow
 import os
 import zipfile
 
+import hudi
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
@@ -146,3 +147,71 @@ def test_a_table_with_an_archived_timeline_is_refused_naming_it(spark, tmp_path)
         f.write(b"\0")
     with pytest.raises(ConfigurationError, match=r"archived part of its timeline \(.hoodie/archived/.commits_"):
         HudiTable.open(spark, table.path)
+
+
+def _encodings_and_codecs(path):
+    """{(column, encoding)} and {compression} over every column chunk of every base file."""
+    import pyarrow.parquet as pq
+
+    encodings, codecs = set(), set()
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if d != ".hoodie"]
+        for name in (f for f in files if f.endswith(".parquet")):
+            metadata = pq.ParquetFile(os.path.join(root, name)).metadata
+            for g in range(metadata.num_row_groups):
+                for c in range(metadata.num_columns):
+                    chunk = metadata.row_group(g).column(c)
+                    encodings |= {(chunk.path_in_schema, e) for e in chunk.encodings}
+                    codecs.add(chunk.compression)
+    return encodings, codecs
+
+
+@pytest.mark.parametrize("encoding", ["compact", "portable"])
+def test_portable_encoding_writes_what_older_parquet_readers_read(spark, tmp_path, encoding):
+    """Spark 3.2 and older readers (Hudi 0.14/0.15 run there) know neither DELTA_BYTE_ARRAY nor
+    zstd: a portable table's every write (insert, upsert rewrite, overwrite) uses neither."""
+    from pyspark.sql import functions as F
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", partition_by="p",
+                             parquet_encoding=encoding)
+    rows = spark.range(100).select("id", (F.col("id") % 2).cast("string").alias("p"), F.lit("a").alias("v"))
+    table.upsert(rows)
+    table = HudiTable.open(spark, table.path)  # a new process keeps the table's encoding
+    table.upsert(rows.where("id < 10").withColumn("v", F.lit("b")))
+    table.insert_overwrite(rows.where("p = '0'").withColumn("id", F.col("id") + 1000))
+    encodings, codecs = _encodings_and_codecs(table.path)
+    delta = {c for c, e in encodings if e == "DELTA_BYTE_ARRAY"}
+    if encoding == "portable":
+        assert codecs == {"SNAPPY"} and delta == set()
+    else:
+        assert codecs == {"ZSTD"} and delta == {"_hoodie_record_key", "_hoodie_commit_seqno"}
+    assert sorted(r.v for r in table.read().where("id < 10").collect()) == ["b"] * 5
+    assert_hudi_rs_agrees(table)
+
+
+def test_an_unknown_parquet_encoding_is_refused_before_anything_is_written(spark, tmp_path):
+    from dbt.adapters.hudilite.table import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="parquet_encoding 'tiny' is not one of compact, portable"):
+        HudiTable.create(spark, str(tmp_path / "t"), "t", parquet_encoding="tiny")
+    assert not os.path.exists(tmp_path / "t" / ".hoodie")
+
+
+def test_a_table_we_create_records_its_schema_for_java_readers_before_its_first_commit(spark, tmp_path):
+    """Java's schema resolver reads `hoodie.table.create.schema` of a table without commits:
+    data columns only (no meta columns, no delete marker), as Avro."""
+    import json
+
+    from dbt.adapters.hudilite.table import properties as props
+
+    schema = spark.range(1).selectExpr("id", "'x' as name", "date'2026-01-01' as day", "false as _hoodie_is_deleted",
+                                       "'k' as _hoodie_record_key").schema
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", schema=schema)
+    stored = props.loads(open(os.path.join(table.path, ".hoodie", "hoodie.properties")).read())
+    avro = json.loads(stored["hoodie.table.create.schema"])
+    assert (avro["name"], avro["namespace"]) == ("t_record", "hoodie.t")
+    assert [f["name"] for f in avro["fields"]] == ["id", "name", "day"]
+    assert [f["type"] for f in avro["fields"]][2] == ["null", {"type": "int", "logicalType": "date"}]
+    reopened = HudiTable.open(spark, table.path)
+    assert reopened.schema().fieldNames() == ["id", "name", "day"] and reopened.read().count() == 0
+    assert hudi.HudiTable(table.path).get_schema().names == ["id", "name", "day"]  # as Java's resolver would

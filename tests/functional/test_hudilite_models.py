@@ -232,10 +232,16 @@ MERGE_MODEL = """
           precombine_field='version') }}
 {% if var('batch', 1) == 1 %}
 select event_id, day, page, 1 as version, false as _hoodie_is_deleted from {{ ref('raw_events') }}
-{% else %}
+{% elif var('batch') == 2 %}
 select 2 as event_id, date '2026-11-01' as day, '/docs/v2' as page, 2 as version, false as _hoodie_is_deleted
 union all select 4, date '2026-11-02', '/pricing', 1, true
 union all select 6, date '2026-11-04', '/new', 1, false
+{% else %}
+select 2 as event_id, date '2026-11-03' as day, '/stale-move' as page, 1 as version, false as _hoodie_is_deleted
+union all select 6, date '2026-11-04', '/new', 0, true
+union all select 5, date '2026-11-03', '/dup-old', 2, false
+union all select 5, date '2026-11-03', '/dup-new', 3, false
+union all select 3, date '2026-11-02', '/tie', 1, false
 {% endif %}
 """
 
@@ -262,6 +268,26 @@ class TestMerge(HudiliteProject):
         assert all(s.prevCommit == first for s in rewritten.values())
         assert [s.partitionPath for s in stats if not s.prevCommit] == ["day=2026-11-04"]
         assert "_hoodie_is_deleted" not in [f.name for f in table.schema().fields]
+        assert table.validate() == []
+        assert_hudi_rs_agrees(table)
+
+    def test_older_rows_change_nothing_and_duplicates_keep_the_latest(self, project, spark):
+        """Batch 3 after batches 1 and 2: a stale row moving partition, a stale delete, a key twice
+        in the batch, and a tie (an equal precombine value: the incoming row wins, as in Hudi)."""
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        run_dbt(["run", "--vars", "{batch: 2}"])
+        table = self.table(project, spark, "events_merged")
+        before = {r.event_id: r for r in table.read().collect()}
+        run_dbt(["run", "--vars", "{batch: 3}"])
+        after = {r.event_id: r for r in table.read().collect()}
+        assert sorted((k, str(r.day), r.page, r.version) for k, r in after.items()) == [
+            (1, "2026-11-01", "/", 1), (2, "2026-11-01", "/docs/v2", 2), (3, "2026-11-02", "/tie", 1),
+            (5, "2026-11-03", "/dup-new", 3), (6, "2026-11-04", "/new", 1)]
+        for unchanged in (1, 2, 6):  # same row, same commit time: not rewritten as a change
+            assert after[unchanged].asDict() == before[unchanged].asDict()
+        last = table.timeline()[-1].timestamp
+        assert {k for k, r in after.items() if r._hoodie_commit_time == last} == {3, 5}
         assert table.validate() == []
         assert_hudi_rs_agrees(table)
 
@@ -454,3 +480,61 @@ class TestAKilledDbtRun(HudiliteProject):
             on_disk = sorted(os.path.relpath(os.path.join(d, f), table.path) for d, _, fs in os.walk(table.path)
                              for f in fs if f.endswith(".parquet") and ".hoodie" not in d)
             assert on_disk == sorted(f.path for t in retained for f in table.latest_base_files(t))
+
+
+JAVA_TABLE = "v6_simplekeygen_nonhivestyle"  # written by Hudi's own Spark writer: key id, partition byteField
+JAVA_CONTINUED = """
+{{ config(materialized='incremental', unique_key='id', partition_by='byteField', precombine_field='longField') }}
+select id, name, isActive, intField, longField + 1000 as longField, floatField, doubleField, decimalField, dateField,
+       timestampField, binaryField, arrayField, mapField, structField, byteField, shortField
+from {{ this }} where id = 1
+union all
+select 10, 'Zed', isActive, intField, longField, floatField, doubleField, decimalField, dateField,
+       timestampField, binaryField, arrayField, mapField, structField, byteField, shortField
+from {{ this }} where id = 1
+"""
+
+
+class TestIncrementalModelsOverJavaAndPortableTables(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            f"{JAVA_TABLE}.sql": JAVA_CONTINUED,
+            "portable_events.sql": "{{ config(materialized='incremental', unique_key='event_id', partition_by='day', "
+                                   "parquet_encoding='portable') }}\nselect * from {{ ref('raw_events') }}" + BATCH_FILTER,
+        }
+
+    def test_a_merge_model_continues_a_table_hudis_java_writer_wrote(self, project, spark):
+        import zipfile
+
+        from tests.core.test_java_tables import FIXTURES
+
+        root = os.path.join(project.adapter.config.credentials.location_root, project.test_schema)
+        with zipfile.ZipFile(os.path.join(FIXTURES, JAVA_TABLE + ".zip")) as archive:
+            archive.extractall(root, [m for m in archive.namelist() if not m.startswith("__MACOSX")])
+        table = self.table(project, spark, JAVA_TABLE)
+        java_instants = [i.timestamp for i in table.timeline()]
+        alice = table.read().where("id = 1").first()
+        run_dbt(["run", "--select", JAVA_TABLE])
+        rows = {r.id: r for r in table.read().collect()}
+        assert len(rows) == 5 and rows[1].longField == alice.longField + 1000
+        assert (rows[1]._hoodie_record_key, rows[1]._hoodie_partition_path) == (alice._hoodie_record_key,
+                                                                                 alice._hoodie_partition_path)
+        assert (rows[10]._hoodie_record_key, rows[10]._hoodie_partition_path) == ("10", alice._hoodie_partition_path)
+        assert [i.timestamp for i in table.timeline()][:2] == java_instants
+        assert table.commit_metadata(table.timeline()[-1]).operation == "UPSERT"
+        assert table.validate() == []
+        assert_hudi_rs_agrees(table)
+
+    def test_parquet_encoding_portable_is_kept_by_every_run(self, project, spark):
+        from tests.core.test_java_tables import _encodings_and_codecs
+
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "portable_events"])
+        run_dbt(["run", "--select", "portable_events", "--vars", "{batch: 2}"])
+        table = self.table(project, spark, "portable_events")
+        assert table.config.parquet_encoding == "portable" and len(table.timeline()) == 2
+        encodings, codecs = _encodings_and_codecs(table.path)
+        assert codecs == {"SNAPPY"} and not [c for c, e in encodings if e == "DELTA_BYTE_ARRAY"]
+        assert self.rows(project, "portable_events") == [(1,), (2,), (3,), (4,), (5,)]
+        assert_hudi_rs_agrees(table)

@@ -148,6 +148,13 @@ def test_a_changed_layout_rebuilds_a_table_and_refuses_an_incremental_run():
     with pytest.raises(m.ModelConfigError, match="model 'orders': partition_by/record key .* run with --full-refresh"):
         m.plan_build(config(partition_by=["a"]), COLUMNS, state(), False)
     assert m.plan_build(config(partition_by=["a"]), COLUMNS, state(), True).recreate
+    portable = config(parquet_encoding="portable")
+    with pytest.raises(m.ModelConfigError, match=r"parquet_encoding \(portable\) differs from the table's \(compact\)"):
+        m.plan_build(portable, COLUMNS, state(), False)
+    rebuilt = m.plan_build(portable, COLUMNS, state(), True)
+    assert (rebuilt.recreate, rebuilt.parquet_encoding) == (True, "portable")
+    with pytest.raises(m.ModelConfigError, match="unknown parquet_encoding 'tiny'"):
+        m.plan_build(config(parquet_encoding="tiny"), COLUMNS, None, False)
     snap = m.snapshot_config("snap", {"dbt_scd_id": "id", "dbt_valid_to": "b"}, None)
     with pytest.raises(m.ModelConfigError, match="it was not built as a snapshot"):
         m.plan_build(snap, COLUMNS, state(record_key_fields=["a"]), False)

@@ -172,7 +172,7 @@ class HudiliteAdapter(SparkAdapter):
         # nothing: it is built as new, in place when its layout fits.
         built = table is not None and table.context.timeline.latest_completed() is not None
         state = m.TableState(table.config.partition_fields, table.config.record_key_fields,
-                             _columns(table.schema())) if built else None
+                             _columns(table.schema()), table.config.parquet_encoding) if built else None
         try:
             plan = m.plan_build(config, _columns(df.schema), state, full_refresh)
         except m.ModelConfigError as err:
@@ -186,7 +186,8 @@ class HudiliteAdapter(SparkAdapter):
             try:
                 table = HudiTable.create(catalog.spark, catalog.table_path(schema, name), name,
                                          partition_by=plan.partition_by, record_key=plan.record_key,
-                                         precombine=plan.precombine_field, database=schema)
+                                         precombine=plan.precombine_field, database=schema, schema=df.schema,
+                                         parquet_encoding=plan.parquet_encoding)
             except Exception as err:  # nothing of ours to clean up: the table is not created
                 raise _dbt_error(config, err) from None
         try:
@@ -274,8 +275,8 @@ def _seed_text(value: Any) -> Optional[str]:
 
 def _layout_fits(table: HudiTable, plan: m.BuildPlan) -> bool:
     config = table.config
-    return (config.partition_fields, config.record_key_fields, config.precombine_field) == (
-        plan.partition_by, plan.record_key, plan.precombine_field)
+    return (config.partition_fields, config.record_key_fields, config.precombine_field, config.parquet_encoding) == (
+        plan.partition_by, plan.record_key, plan.precombine_field, plan.parquet_encoding)
 
 
 def _with_retries(retries: int, write):

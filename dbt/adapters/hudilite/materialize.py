@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .table import ConfigurationError, quote
+from .table.schema import IS_DELETED
 from .table.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, UPSERT
+from .table.properties import PARQUET_ENCODINGS
 
 STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge", "delete+insert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
@@ -22,7 +24,7 @@ CREATE = "CREATE"                      # a new table, then its first commit
 OVERWRITE_TABLE = INSERT_OVERWRITE_TABLE
 OVERWRITE_PARTITIONS = INSERT_OVERWRITE
 DELETE_INSERT = "DELETE_INSERT"        # delete rows with the batch's unique_key values, insert the batch
-DELETE_FLAG = "_hoodie_is_deleted"     # a merge model's rows with it true are deletes
+DELETE_FLAG = IS_DELETED               # a merge model's rows with it true are deletes
 DEST_ALIAS = "DBT_INTERNAL_DEST"       # what incremental_predicates call the stored row
 
 
@@ -52,6 +54,7 @@ class ModelConfig:
     merge_exclude_columns: List[str] = field(default_factory=list)
     incremental_predicates: List[str] = field(default_factory=list)
     write_retries: int = 0  # a write that conflicts with a concurrent one is run again this many times
+    parquet_encoding: str = PARQUET_ENCODINGS[0]  # compact, or portable for older Parquet readers
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -70,6 +73,7 @@ class ModelConfig:
             merge_exclude_columns=_as_list(config.get("merge_exclude_columns")),
             incremental_predicates=_as_list(config.get("incremental_predicates") or config.get("predicates")),
             write_retries=int(config.get("write_retries") or 0),
+            parquet_encoding=(config.get("parquet_encoding") or PARQUET_ENCODINGS[0]).lower(),
         )
 
     def fail(self, message: str) -> ModelConfigError:
@@ -101,6 +105,8 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
         raise config.fail("retain_commits must be at least 1")
     if config.write_retries < 0:
         raise config.fail("write_retries must be 0 or more")
+    if config.parquet_encoding not in PARQUET_ENCODINGS:
+        raise config.fail(f"unknown parquet_encoding '{config.parquet_encoding}' (one of {', '.join(PARQUET_ENCODINGS)})")
     known = {c.lower() for c in columns if c.lower() != DELETE_FLAG}
     for setting, names in (("partition_by", config.partition_by), ("unique_key", config.unique_key),
                            ("precombine_field", [config.precombine_field] if config.precombine_field else [])):
@@ -151,10 +157,12 @@ def record_key(config: ModelConfig) -> List[str]:
     return list(config.unique_key) if keyed else []
 
 
-def table_layout_changed(config: ModelConfig, partition_fields: List[str], record_key_fields: List[str]) -> bool:
-    """A table's partitioning and record key are fixed when it is created."""
+def table_layout_changed(config: ModelConfig, partition_fields: List[str], record_key_fields: List[str],
+                         parquet_encoding: str = PARQUET_ENCODINGS[0]) -> bool:
+    """A table's partitioning, record key and file encoding are fixed when it is created."""
     lower = lambda names: [n.lower() for n in names]  # noqa: E731
-    return lower(config.partition_by) != lower(partition_fields) or lower(record_key(config)) != lower(record_key_fields)
+    return (lower(config.partition_by) != lower(partition_fields) or lower(record_key(config)) != lower(record_key_fields)
+            or config.parquet_encoding != parquet_encoding)
 
 
 @dataclass
@@ -216,6 +224,7 @@ class TableState:
     partition_fields: List[str]
     record_key_fields: List[str]
     columns: List[Tuple[str, str]]  # (name, Spark type), meta columns excluded
+    parquet_encoding: str = PARQUET_ENCODINGS[0]
 
 
 @dataclass
@@ -227,6 +236,7 @@ class BuildPlan:
     record_key: List[str]
     precombine_field: Optional[str]
     retain_commits: int
+    parquet_encoding: str = PARQUET_ENCODINGS[0]
     write_retries: int = 0  # runs of the write again after a conflict with a concurrent writer
     recreate: bool = False  # drop the existing table first: its layout changed on a rebuild
     schema: Optional[SchemaPlan] = None  # incremental writes: how the rows are shaped
@@ -241,20 +251,23 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
     excluded; `table` is None when there is no table yet. Raises `ModelConfigError`."""
     validate(config, [n for n, _ in columns])
     recreate = False
-    if table is not None and table_layout_changed(config, table.partition_fields, table.record_key_fields):
+    if table is not None and table_layout_changed(config, table.partition_fields, table.record_key_fields,
+                                                  table.parquet_encoding):
         if config.materialized == "snapshot":
             raise config.fail(f"the table is not keyed by {config.unique_key[0]} (record key "
                               f"{table.record_key_fields}); it was not built as a snapshot: drop it or choose another target")
         if config.materialized == "incremental" and not full_refresh:
-            raise config.fail(
-                f"partition_by/record key ({config.partition_by}/{record_key(config)}) differ from the table's "
-                f"({table.partition_fields}/{table.record_key_fields}); they are fixed when the table is created: "
-                "run with --full-refresh to rebuild it"
-            )
+            if config.parquet_encoding != table.parquet_encoding:
+                what = f"parquet_encoding ({config.parquet_encoding}) differs from the table's ({table.parquet_encoding})"
+            else:
+                what = (f"partition_by/record key ({config.partition_by}/{record_key(config)}) differ from the table's "
+                        f"({table.partition_fields}/{table.record_key_fields})")
+            raise config.fail(f"{what}; fixed when the table is created: run with --full-refresh to rebuild it")
         recreate = True
     operation = choose_operation(config, table is not None and not recreate, full_refresh)
     plan = BuildPlan(operation=operation, partition_by=list(config.partition_by), record_key=record_key(config),
                      precombine_field=config.precombine_field, retain_commits=config.retain_commits,
+                     parquet_encoding=config.parquet_encoding,
                      write_retries=0 if operation == CREATE else config.write_retries, recreate=recreate)
     if operation in (INSERT, OVERWRITE_PARTITIONS, UPSERT, DELETE_INSERT):
         model_columns = [(n, t) for n, t in columns if n.lower() != DELETE_FLAG]

@@ -14,6 +14,13 @@ KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
 KEYGEN_COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
 KEYGEN_NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
 
+# How base files are encoded. compact: record keys and seqnos delta-encoded, zstd (a fraction
+# of a byte per key; readers on Spark 3.3+ / parquet-mr 1.12+). portable: dictionary and plain
+# encodings with snappy, which every Parquet reader Hudi runs on reads (Spark 3.2 and older too).
+COMPACT, PORTABLE = "compact", "portable"
+PARQUET_ENCODINGS = (COMPACT, PORTABLE)
+PARQUET_ENCODING_KEY = "hudilite.parquet.encoding"  # ours: Hudi's Java side ignores it
+
 
 def escape(text: str, is_key: bool) -> str:
     out = []
@@ -105,6 +112,12 @@ class TableConfig:
     create_schema: Optional[str] = None  # Avro, as Hudi's Java writer records it at creation
     key_generator: Optional[str] = None  # as declared by the table; None: by its shape
     not_writable: Optional[str] = None  # why hudilite may read but not write it (a Java writer's settings)
+    parquet_encoding: str = COMPACT
+
+    def __post_init__(self):
+        if self.parquet_encoding not in PARQUET_ENCODINGS:
+            raise ConfigurationError(f"table {self.name}: parquet_encoding '{self.parquet_encoding}' is not one of "
+                                     f"{', '.join(PARQUET_ENCODINGS)}")
 
     @property
     def auto_keys(self) -> bool:
@@ -137,6 +150,7 @@ class TableConfig:
             "hoodie.table.timeline.timezone": "UTC",
             "hoodie.archivelog.folder": "archived",
             "hoodie.table.checksum": str(table_checksum(self.database, self.name)),
+            PARQUET_ENCODING_KEY: self.parquet_encoding,
         }
         if self.record_key_fields:
             props["hoodie.table.recordkey.fields"] = ",".join(self.record_key_fields)
@@ -170,6 +184,7 @@ class TableConfig:
             create_schema=props.get("hoodie.table.create.schema") or None,
             key_generator=props.get("hoodie.table.keygenerator.class") or None,
             not_writable=_not_writable(props),
+            parquet_encoding=props.get(PARQUET_ENCODING_KEY, COMPACT),
         )
 
 

@@ -19,6 +19,7 @@ RECORD_KEY = "_hoodie_record_key"
 PARTITION_PATH = "_hoodie_partition_path"
 FILE_NAME = "_hoodie_file_name"
 META_COLUMNS = (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)
+IS_DELETED = "_hoodie_is_deleted"  # true in an upsert's row: delete the key (Hudi's convention)
 
 META_SCHEMA = T.StructType([T.StructField(c, T.StringType(), True) for c in META_COLUMNS])
 
@@ -31,6 +32,13 @@ def quote(*parts: str) -> str:
 
 def with_meta_columns(data_schema: T.StructType) -> T.StructType:
     return T.StructType(list(META_SCHEMA.fields) + list(data_schema.fields))
+
+
+def data_columns(schema: T.StructType) -> T.StructType:
+    """What a table stores of rows with `schema`: no meta columns, no delete marker, every
+    column nullable (a later batch may hold nulls where this one had none)."""
+    return T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields
+                         if f.name not in META_COLUMNS and f.name.lower() != IS_DELETED])
 
 
 def to_json(schema: T.StructType) -> str:

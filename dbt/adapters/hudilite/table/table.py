@@ -27,7 +27,7 @@ from .index import TableIndex
 from .instant import Instant
 from .layout import ARCHIVED_DIR, EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
 from .reader import changed_rows
-from .schema import with_meta_columns
+from .schema import data_columns, to_avro, with_meta_columns
 from .storage import Storage
 from .transaction import first_write_in_flight
 
@@ -54,7 +54,11 @@ class HudiTable:
     @classmethod
     def create(cls, spark: SparkSession, path: str, name: str, partition_by: Fields = None,
                record_key: Fields = None, precombine: Optional[str] = None,
-               database: str = "default") -> "HudiTable":
+               database: str = "default", schema: Optional[T.StructType] = None,
+               parquet_encoding: str = props.COMPACT) -> "HudiTable":
+        """A new, empty table. `schema` (the rows it will hold) is recorded as Hudi's
+        `hoodie.table.create.schema`, which Java readers resolve the schema of a table without
+        commits from; `parquet_encoding` is `compact` or `portable` (properties.PARQUET_ENCODINGS)."""
         storage = Storage(path)
         if storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is already a Hudi table")
@@ -71,7 +75,8 @@ class HudiTable:
                                      f"table ({', '.join(sorted(foreign)[:3])}); move them away or choose another location")
         config = props.TableConfig(
             name=name, partition_fields=_field_list(partition_by), record_key_fields=_field_list(record_key),
-            precombine_field=precombine, database=database,
+            precombine_field=precombine, database=database, parquet_encoding=parquet_encoding,
+            create_schema=None if schema is None else to_avro(data_columns(schema), name),
         )
         try:
             storage.write_atomic(PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)

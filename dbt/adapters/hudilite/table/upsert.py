@@ -36,12 +36,11 @@ from .index import IndexChange
 from .instant import COMMIT
 from .record_index import LookupPlan, RecordIndex, latest_entries, live_holders
 from .rows import SLICE
-from .schema import PARTITION_PATH, RECORD_KEY, quote
+from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
 from .writer import ARROW_BATCH_ROWS, NewSlice, WriteSpec, grouped_by_file_group, run_write_job, write_slices
 
-IS_DELETED = "_hoodie_is_deleted"
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
 DUPLICATE = "_hudilite_duplicate"  # set on every row of a key the batch holds twice (no precombine)

@@ -48,6 +48,7 @@ class WriteSpec:
     partitioned: bool
     partition_depth: int
     auto_keys: bool
+    portable_encoding: bool = False  # properties.PORTABLE
     row_group_bytes: int = 128 * 1024 * 1024  # in Arrow memory; about a third of that on disk
     max_file_bytes: int = 512 * 1024 * 1024
     fail_task_attempt: Optional[Tuple[int, int]] = None  # (task partition, attempt): tests only
@@ -57,7 +58,9 @@ class WriteSpec:
     deletes_per_file_group: Dict[str, int] = field(default_factory=dict)
 
 
-def parquet_writer(sink, schema: pa.Schema) -> pq.ParquetWriter:
+def parquet_writer(sink, schema: pa.Schema, portable: bool = False) -> pq.ParquetWriter:
+    if portable:  # what every Parquet reader reads (properties.PORTABLE)
+        return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=True, write_statistics=True)
     return pq.ParquetWriter(
         sink,
         schema,
@@ -88,7 +91,7 @@ class _OpenBaseFile:
         _ensure_partition_metadata(storage, partition, spec)
         storage.write_bytes(marker_path(spec.instant, self.path), b"")  # before the file: rollback finds it
         self.sink = storage.open_output(self.path)
-        self.writer = parquet_writer(self.sink, self.schema)
+        self.writer = parquet_writer(self.sink, self.schema, spec.portable_encoding)
         self.pending: List[pa.RecordBatch] = []
         self.pending_bytes = 0
         self.rows = 0
