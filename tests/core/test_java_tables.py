@@ -215,3 +215,45 @@ def test_a_table_we_create_records_its_schema_for_java_readers_before_its_first_
     reopened = HudiTable.open(spark, table.path)
     assert reopened.schema().fieldNames() == ["id", "name", "day"] and reopened.read().count() == 0
     assert hudi.HudiTable(table.path).get_schema().names == ["id", "name", "day"]  # as Java's resolver would
+
+
+def _without_meta_fields(table_path):
+    """The table as a Java writer with hoodie.populate.meta.fields=false (virtual keys) leaves it."""
+    import pyarrow.parquet as pq
+
+    for root, dirs, files in os.walk(table_path):
+        dirs[:] = [d for d in dirs if d != ".hoodie"]
+        for name in (os.path.join(root, f) for f in files if f.endswith(".parquet")):
+            rows = pq.read_table(name)
+            pq.write_table(rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")]), name)
+    properties = os.path.join(table_path, ".hoodie", "hoodie.properties")
+    with open(properties, "a") as f:
+        f.write("hoodie.populate.meta.fields=false\n")
+
+
+@pytest.mark.parametrize("name", WRITTEN)
+def test_a_virtual_key_table_reads_its_keys_from_the_key_fields(spark, tmp_path, name):
+    from dbt.adapters.hudilite.table import ConfigurationError, META_COLUMNS
+    from tests.core.hudi_rs import hudi_rs_snapshot, rows_of_arrow, rows_of_df
+
+    with_meta = java_table(spark, tmp_path / "stored", name)
+    stored = sorted((r._hoodie_record_key, r._hoodie_partition_path, r._hoodie_file_name, r.id)
+                    for r in with_meta.read().collect())
+    table = java_table(spark, tmp_path / "virtual", name)
+    _without_meta_fields(table.path)
+    table = HudiTable.open(spark, table.path)
+    assert table.config.virtual_keys
+    df = table.read()
+    assert df.columns == list(META_COLUMNS) + with_meta.read().columns[5:]
+    assert sorted((r._hoodie_record_key, r._hoodie_partition_path, r._hoodie_file_name, r.id)
+                  for r in df.collect()) == stored  # what the Java writer stored when it kept meta fields
+    assert {(r._hoodie_commit_time, r._hoodie_commit_seqno) for r in df.collect()} == {(None, None)}  # stored nowhere
+    data_columns = df.columns[5:]
+    assert rows_of_df(df, data_columns) == rows_of_arrow(hudi_rs_snapshot(table.path), data_columns)
+    first = table.timeline()[0].timestamp
+    assert rows_of_df(table.read(as_of=first), data_columns) == rows_of_arrow(hudi_rs_snapshot(table.path, first),
+                                                                              data_columns)
+    with pytest.raises(ConfigurationError, match="virtual keys"):
+        table.read_changes(first)
+    with pytest.raises(ConfigurationError, match="virtual keys"):
+        table.upsert(df.drop(*META_COLUMNS).where("id = 1"))

@@ -35,7 +35,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from typing import Dict, Iterator, List, Sequence, Tuple, Union
+from typing import Dict, Iterator, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -77,15 +77,16 @@ def _as_large_strings(keys: Keys) -> pa.Array:
     if keys.null_count:
         raise ValueError("record keys must not be null")
     # int64 offsets whatever came in, so one code path reads the buffers
-    return keys.cast(pa.large_string())
+    keys = keys.cast(pa.large_string())
+    if len(keys) and pc.min(pc.binary_length(keys)).as_py() == 0:
+        raise ValueError("record keys must not be empty")  # Hudi's hash refuses them too
+    return keys
 
 
 def _by_length(keys: pa.Array) -> Iterator[Tuple[np.ndarray, int, np.ndarray]]:
     """(indices into keys, UTF-8 length, bytes as an (n, length) uint8 matrix) per key length."""
     offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset: keys.offset + len(keys) + 1]
     lengths = np.diff(offsets)
-    if len(lengths) and lengths.min() == 0:
-        raise ValueError("record keys must not be empty")  # Hudi's hash refuses them too
     order = np.argsort(lengths, kind="stable")
     sorted_lengths = lengths[order]
     starts = np.flatnonzero(np.r_[True, sorted_lengths[1:] != sorted_lengths[:-1]]) if len(order) else []

@@ -30,10 +30,10 @@ from .key_ranges import KeyRangeIndex
 from .keygen import partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
 from .lock import TableLock
-from .reader import read_base_files
+from .reader import read_base_files, read_data_files
 from .record_index import RecordIndex
 from .rows import ROW_INDEX, insert_layout
-from .schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
 from .storage import Storage
 from .timeline import Timeline
 from .transaction import WriteTransaction, open_claims
@@ -98,7 +98,25 @@ class TableContext:
         return current
 
     def read_files(self, files: List[BaseFile], as_of: Optional[str] = None) -> DataFrame:
-        return read_base_files(self.spark, self.storage, files, self.schema(as_of) or T.StructType([]))
+        data_schema = self.schema(as_of) or T.StructType([])
+        if self.config.virtual_keys and files:
+            return self._with_virtual_meta_columns(read_data_files(self.spark, self.storage, files, data_schema),
+                                                   data_schema)
+        return read_base_files(self.spark, self.storage, files, data_schema)
+
+    def _with_virtual_meta_columns(self, data: DataFrame, data_schema: T.StructType) -> DataFrame:
+        """Meta columns of a table whose files hold none (virtual keys): the key and partition
+        path as its key generator makes them from their fields, the file name from the file. A
+        row's commit time and sequence number are not stored anywhere: null."""
+        unknown = F.lit(None).cast("string")
+        meta = {
+            COMMIT_TIME: unknown,
+            COMMIT_SEQNO: unknown,
+            RECORD_KEY: self.key_column(data_schema),
+            PARTITION_PATH: self.partition_column(data_schema),
+            FILE_NAME: F.col("_metadata.file_name"),
+        }
+        return data.select(*[meta[c].alias(c) for c in META_COLUMNS], *[F.col(quote(f.name)) for f in data_schema])
 
     def clean_state(self) -> dict:
         """The cleaner's record: `earliest_retained` (the oldest instant it kept readable, absent
@@ -278,7 +296,8 @@ class TableContext:
             if generator not in (KEYGEN_SIMPLE, KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED):
                 raise self.error(f"its key generator {generator} is not one hudilite writes keys for (Simple, Complex, "
                                  "Nonpartitioned); it can be read, not written")
-            prefixed = len(fields) > 1 or (generator == KEYGEN_COMPLEX and self._stored_key_prefix_or(True))
+            stored = not self.config.virtual_keys and self._stored_key_prefix_or(True)
+            prefixed = len(fields) > 1 or (generator == KEYGEN_COMPLEX and stored)
             self._field_prefixed = prefixed
         return self._field_prefixed
 

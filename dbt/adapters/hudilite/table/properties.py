@@ -113,6 +113,7 @@ class TableConfig:
     key_generator: Optional[str] = None  # as declared by the table; None: by its shape
     not_writable: Optional[str] = None  # why hudilite may read but not write it (a Java writer's settings)
     parquet_encoding: str = COMPACT
+    virtual_keys: bool = False  # hoodie.populate.meta.fields=false: files hold no meta columns
 
     def __post_init__(self):
         if self.parquet_encoding not in PARQUET_ENCODINGS:
@@ -185,6 +186,7 @@ class TableConfig:
             key_generator=props.get("hoodie.table.keygenerator.class") or None,
             not_writable=_not_writable(props),
             parquet_encoding=props.get(PARQUET_ENCODING_KEY, COMPACT),
+            virtual_keys=props.get("hoodie.populate.meta.fields", "true").lower() == "false",
         )
 
 

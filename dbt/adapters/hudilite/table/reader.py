@@ -34,7 +34,11 @@ def literal_path(path: str) -> str:
 
 
 def read_base_files(spark: SparkSession, storage: Storage, files: Iterable[BaseFile], data_schema: T.StructType) -> DataFrame:
-    schema = with_meta_columns(data_schema)
+    return read_data_files(spark, storage, files, with_meta_columns(data_schema))
+
+
+def read_data_files(spark: SparkSession, storage: Storage, files: Iterable[BaseFile], schema: T.StructType) -> DataFrame:
+    """The columns of `schema` from exactly these files."""
     paths: List[str] = [literal_path(storage.uri(f.path)) for f in files]
     if not paths:
         return spark.createDataFrame([], schema)

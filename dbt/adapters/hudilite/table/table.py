@@ -236,6 +236,9 @@ class HudiTable:
         instant no write in flight precedes: a concurrent writer that claimed an earlier time
         may still publish, and a reader that took a later end as its next start would miss
         it. An explicit `end` past such a writer is refused for the same reason."""
+        if self.config.virtual_keys:  # as in Hudi: no commit time is stored per row
+            raise ConfigurationError(f"table {self.name}: its rows carry no meta fields (hoodie.populate.meta.fields="
+                                     "false, virtual keys), so which rows changed cannot be told; read snapshots")
         timeline = self.context.timeline
         start_instant = str(start) if start is not None else "0"
         completed, in_flight = first_write_in_flight(self.context.storage, timeline)
