@@ -257,3 +257,41 @@ def test_a_virtual_key_table_reads_its_keys_from_the_key_fields(spark, tmp_path,
         table.read_changes(first)
     with pytest.raises(ConfigurationError, match="virtual keys"):
         table.upsert(df.drop(*META_COLUMNS).where("id = 1"))
+
+
+def _footers_and_keys(path):
+    import pyarrow.parquet as pq
+
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if d != ".hoodie"]
+        for name in (os.path.join(root, f) for f in files if f.endswith(".parquet")):
+            footer = {k.decode(): v.decode() for k, v in (pq.read_metadata(name).metadata or {}).items()}
+            yield name, footer, pq.read_table(name, columns=["_hoodie_record_key"]).column(0)
+
+
+@pytest.mark.parametrize("name", WRITTEN)
+def test_keyed_files_carry_the_bloom_footer_javas_bloom_index_reads(spark, tmp_path, name):
+    """Every base file of a keyed table (new file groups, upsert rewrites, a continued Java table)
+    holds Hudi's DYNAMIC_V0 bloom filter of its keys and its key range, as Hudi's writer puts them;
+    auto-keyed files hold none (no index looks auto keys up)."""
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.hudilite.table import META_COLUMNS
+    from dbt.adapters.hudilite.table.bloom import BLOOM_FILTER_KEY, DynamicBloomFilter, footer_metadata
+
+    table = java_table(spark, tmp_path, name)
+    data = table.read().drop(*META_COLUMNS)
+    table.upsert(data.where("id = 1").withColumn("longField", F.col("longField") + 1))
+    table.upsert(data.where("id = 1").withColumn("id", F.lit(10)).withColumn("name", F.lit("Zed")))
+    files = list(_footers_and_keys(table.path))
+    ours = [(f, footer, keys) for f, footer, keys in files if table.timeline()[-1].timestamp in f
+            or table.timeline()[-2].timestamp in f]
+    assert len(ours) >= 2
+    for _, footer, keys in files:  # Java's files and ours alike
+        expected = footer_metadata(keys)
+        assert {k: footer.get(k) for k in expected} == expected
+        assert DynamicBloomFilter.deserialize(footer[BLOOM_FILTER_KEY]).might_contain_all(keys).all()
+
+    auto = HudiTable.create(spark, str(tmp_path / "auto"), "auto")
+    auto.insert(spark.range(10))
+    assert all(BLOOM_FILTER_KEY not in footer for _, footer, _ in _footers_and_keys(auto.path))

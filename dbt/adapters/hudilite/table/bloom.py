@@ -35,7 +35,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from typing import Dict, Iterator, Sequence, Tuple, Union
+from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -262,17 +262,35 @@ class DynamicBloomFilter:
         return self
 
 
+class FileKeys:
+    """A base file's footer entries, built batch by batch in the order its rows are written."""
+
+    def __init__(self, num_entries: int = NUM_ENTRIES, fpp: float = FPP, max_entries: int = MAX_ENTRIES):
+        self.bloom = DynamicBloomFilter(num_entries, fpp, max_entries)
+        self.min_key: Optional[str] = None
+        self.max_key: Optional[str] = None
+
+    def add(self, keys: Keys) -> "FileKeys":
+        keys = _as_large_strings(keys)
+        if len(keys):
+            self.bloom.add_all(keys)
+            # Python and Spark's UTF8String both order by code point. Hudi's Avro path compares
+            # Java Strings (UTF-16 units): differs only for keys mixing chars above U+FFFF with
+            # U+E000..U+FFFF.
+            lo_hi = pc.min_max(keys)
+            lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+            self.min_key = lo if self.min_key is None else min(self.min_key, lo)
+            self.max_key = hi if self.max_key is None else max(self.max_key, hi)
+        return self
+
+    def footer(self) -> Dict[str, str]:
+        meta = {BLOOM_FILTER_KEY: self.bloom.serialize(), TYPE_CODE_KEY: TYPE_CODE}
+        if self.min_key is not None:
+            meta[MIN_RECORD_KEY], meta[MAX_RECORD_KEY] = self.min_key, self.max_key
+        return meta
+
+
 def footer_metadata(keys: Keys, num_entries: int = NUM_ENTRIES, fpp: float = FPP,
                     max_entries: int = MAX_ENTRIES) -> Dict[str, str]:
     """The footer entries Hudi's writer gives a base file holding these record keys (in file order)."""
-    keys = _as_large_strings(keys)
-    bloom = DynamicBloomFilter(num_entries, fpp, max_entries).add_all(keys)
-    meta = {BLOOM_FILTER_KEY: bloom.serialize(), TYPE_CODE_KEY: TYPE_CODE}
-    if len(keys):
-        # Byte-wise (code point) order, as Spark's UTF8String compares. Hudi's Avro path
-        # compares Java Strings (UTF-16 units): differs only for keys mixing chars above
-        # U+FFFF with U+E000..U+FFFF.
-        lo_hi = pc.min_max(keys)
-        meta[MIN_RECORD_KEY] = lo_hi["min"].as_py()
-        meta[MAX_RECORD_KEY] = lo_hi["max"].as_py()
-    return meta
+    return FileKeys(num_entries, fpp, max_entries).add(keys).footer()

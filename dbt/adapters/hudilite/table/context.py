@@ -346,7 +346,9 @@ class TableContext:
         return WriteSpec(
             base_path=self.storage.base_path, instant=instant, partitioned=bool(self.config.partition_fields),
             partition_depth=len(self.config.partition_fields), auto_keys=self.config.auto_keys,
-            portable_encoding=self.config.parquet_encoding == props.PORTABLE, **self.write_options, **extra,
+            portable_encoding=self.config.parquet_encoding == props.PORTABLE,
+            bloom_footers=not self.config.auto_keys,  # what Java's BLOOM index reads; no index looks up auto keys
+            **self.write_options, **extra,
         )
 
     def arrow_schema(self, data_schema: T.StructType):

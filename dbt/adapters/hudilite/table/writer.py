@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import faults
+from .bloom import FileKeys
 from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from .keygen import row_numbers, seqno_array
@@ -49,6 +50,7 @@ class WriteSpec:
     partition_depth: int
     auto_keys: bool
     portable_encoding: bool = False  # properties.PORTABLE
+    bloom_footers: bool = False  # Hudi's bloom filter and key range in each file's footer (keyed tables)
     row_group_bytes: int = 128 * 1024 * 1024  # in Arrow memory; about a third of that on disk
     max_file_bytes: int = 512 * 1024 * 1024
     fail_task_attempt: Optional[Tuple[int, int]] = None  # (task partition, attempt): tests only
@@ -98,6 +100,7 @@ class _OpenBaseFile:
         self.changed_rows = 0
         self.bytes_in = 0
         self.deletes = deletes
+        self.keys = FileKeys() if spec.bloom_footers else None
 
     def add(self, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
             data: List[pa.Array], changed_rows: int) -> None:
@@ -107,6 +110,8 @@ class _OpenBaseFile:
         batch = pa.RecordBatch.from_arrays(
             [commit_time, seqno, key, partition, pa.repeat(self.file_name_value, len(key))] + data, schema=self.schema
         )
+        if self.keys is not None:
+            self.keys.add(key)
         self.pending.append(batch)
         self.pending_bytes += batch.nbytes
         self.rows += batch.num_rows
@@ -127,6 +132,8 @@ class _OpenBaseFile:
 
     def close(self) -> dict:
         self._flush()
+        if self.keys is not None:
+            self.writer.add_key_value_metadata(self.keys.footer())
         self.writer.close()
         self.sink.close()
         rewrite = self.prev_commit is not None
