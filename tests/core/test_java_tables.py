@@ -295,3 +295,24 @@ def test_keyed_files_carry_the_bloom_footer_javas_bloom_index_reads(spark, tmp_p
     auto = HudiTable.create(spark, str(tmp_path / "auto"), "auto")
     auto.insert(spark.range(10))
     assert all(BLOOM_FILTER_KEY not in footer for _, footer, _ in _footers_and_keys(auto.path))
+
+
+@pytest.mark.parametrize("name", ["v6_simplekeygen_nonhivestyle", "v6_complexkeygen_hivestyle"])
+def test_insert_overwrite_replaces_a_java_written_partition(spark, tmp_path, name):
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.hudilite.table import META_COLUMNS
+
+    table = java_table(spark, tmp_path, name)
+    before = table.read()
+    alice = before.where("id = 1").first()
+    others = sorted(r.id for r in before.where(F.col("_hoodie_partition_path") != alice._hoodie_partition_path).collect())
+    replacement = before.where("id = 1").drop(*META_COLUMNS).withColumn("id", F.lit(20)).withColumn("name", F.lit("Ann"))
+    instant = table.insert_overwrite(replacement)
+    metadata = table.commit_metadata(instant)
+    assert metadata.operation == "INSERT_OVERWRITE" and list(metadata.replaced_file_ids) == [alice._hoodie_partition_path]
+    after = {r.id: r for r in table.read().collect()}
+    assert sorted(after) == sorted(others + [20])  # the partition holds only the new row; the others are as they were
+    assert after[20]._hoodie_partition_path == alice._hoodie_partition_path
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
