@@ -343,13 +343,13 @@ class TableContext:
                             f"{held[0]}); an insert adds rows: use upsert (a merge model) to change stored ones")
 
     def write_spec(self, instant: str, **extra) -> WriteSpec:
-        return WriteSpec(
+        fields = dict(
             base_path=self.storage.base_path, instant=instant, partitioned=bool(self.config.partition_fields),
             partition_depth=len(self.config.partition_fields), auto_keys=self.config.auto_keys,
             portable_encoding=self.config.parquet_encoding == props.PORTABLE,
             bloom_footers=not self.config.auto_keys,  # what Java's BLOOM index reads; no index looks up auto keys
-            **self.write_options, **extra,
         )
+        return WriteSpec(**{**fields, **self.write_options, **extra})
 
     def arrow_schema(self, data_schema: T.StructType):
         """The data columns as Spark hands them to Python (timestamps in the session's zone)."""
