@@ -27,6 +27,11 @@ def test_demo_project_builds_twice_on_a_standalone_cluster(spark, tmp_path):
             build = dbt_build(tmp_path, env, run_date)
             assert build.returncode == 0, build.stdout[-5000:]
             assert "PASS=20" in build.stdout
+            console = build.stdout + build.stderr  # dbt's lines only: the JVM's go to dbt's log folder
+            jvm_lines = [line for line in console.splitlines()
+                         if "WARNING: Using incubator" in line or " WARN " in line or "log4j" in line]
+            assert jvm_lines == [], jvm_lines
+            assert os.path.exists(tmp_path / "logs" / "spark.log")
         assert master.applications() == ["dbt-hudilite", "dbt-hudilite"]  # both builds ran on the cluster
     page_views = HudiTable.open(spark, str(lakehouse / "analytics" / "page_views"))
     assert [i.action for i in page_views.timeline()] == ["commit", "commit"]

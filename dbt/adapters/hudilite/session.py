@@ -1,10 +1,17 @@
-"""The embedded SparkSession: local, in-process, no metastore, no server."""
+"""The embedded SparkSession: local, in-process, no metastore, no server, and quiet.
+
+The JVM's own output (log4j at WARN, and what the JVM prints itself, such as the incubator-module
+warning) goes to `<log_dir>/spark.log`, beside dbt's log, never to the console: dbt's lines
+stay dbt's. Errors still reach the caller as exceptions carrying Spark's error class.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from typing import Dict, Optional
+
+from .table.environment import check_java
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -14,20 +21,70 @@ DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
 }
+SPARK_LOG = "spark.log"
+
+# Everything at WARN and above to the JVM's stderr, which `_launch_jvm` sends to the log file.
+LOG4J2_PROPERTIES = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+"""
 
 
-def spark_session(master: Optional[str] = None, conf: Optional[Dict[str, str]] = None, app_name: str = "hudilite"):
+def default_log_dir() -> str:
+    """dbt's log path when dbt runs, else `logs/` in the working directory."""
+    try:
+        from dbt.flags import get_flags
+
+        path = getattr(get_flags(), "LOG_PATH", None)
+    except Exception:  # not inside a dbt command
+        path = None
+    return os.path.abspath(str(path) if path else "logs")
+
+
+def spark_session(master: Optional[str] = None, conf: Optional[Dict[str, str]] = None, app_name: str = "hudilite",
+                  log_dir: Optional[str] = None):
     """Get or create the process's SparkSession. Executors run this interpreter's Python, which
     has pyarrow and hudilite installed (on a cluster, install them on the workers too)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     settings = dict(DEFAULT_CONF)
-    settings.update(conf or {})
-    builder = SparkSession.builder.appName(app_name).master(master or settings.pop("spark.master", "local[*]"))
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    master = master or settings.pop("spark.master", "local[*]")
     settings.pop("spark.master", None)
+    if SparkContext._gateway is None:  # this call starts the JVM
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "resolves to a loopback address" warning
+        _launch_jvm(dict(settings, **{"spark.master": master, "spark.app.name": app_name}), log_dir or default_log_dir())
+    builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
-        builder = builder.config(key, str(value))
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(os.environ.get("HUDILITE_SPARK_LOG_LEVEL", "ERROR"))
+    if os.environ.get("HUDILITE_SPARK_LOG_LEVEL"):
+        session.sparkContext.setLogLevel(os.environ["HUDILITE_SPARK_LOG_LEVEL"])
     return session
+
+
+def _launch_jvm(settings: Dict[str, str], log_dir: str) -> None:
+    """Start Spark's JVM with its output in `log_dir`; PySpark then uses this gateway."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    check_java()
+    os.makedirs(log_dir, exist_ok=True)
+    log4j = os.path.join(log_dir, "log4j2-hudilite.properties")
+    with open(log4j, "w") as f:
+        f.write(LOG4J2_PROPERTIES)
+    java_options = settings.get("spark.driver.extraJavaOptions", "")
+    if "log4j2.configurationFile" not in java_options:  # a user's own log set-up wins
+        settings["spark.driver.extraJavaOptions"] = f"{java_options} -Dlog4j2.configurationFile=file:{log4j}".strip()
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    with open(os.path.join(log_dir, SPARK_LOG), "ab") as log:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)

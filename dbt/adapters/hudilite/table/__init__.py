@@ -17,6 +17,7 @@ from .errors import (
     DataError,
     HudiliteError,
     SchemaError,
+    SparkEnvironmentError,
     TimelineError,
 )
 from .instant import Instant
@@ -26,6 +27,6 @@ from .table import HudiTable
 
 __all__ = [
     "CleanPlan", "CommitMetadata", "ConcurrentWriteError", "ConfigurationError", "CorruptTableError", "DataError",
-    "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "Storage", "TimelineError", "WriteStat",
+    "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "SparkEnvironmentError", "Storage", "TimelineError", "WriteStat",
     "quote",
 ]

@@ -8,6 +8,8 @@ adapter, the CLI) react to the kind and never to a message or a builtin exceptio
 - `DataError`: the rows themselves break the table's rules (a duplicate or null record key).
 - `ConcurrentWriteError`: another writer holds the table.
 - `CorruptTableError`: what is on storage contradicts the timeline.
+- `SparkEnvironmentError`: the machine cannot run Spark or its Python workers (no Java, an
+  unsupported Java, workers that cannot import pyarrow). Nothing was started or written.
 """
 
 
@@ -36,4 +38,8 @@ class ConcurrentWriteError(HudiliteError, RuntimeError):
 
 
 class CorruptTableError(HudiliteError, RuntimeError):
+    pass
+
+
+class SparkEnvironmentError(HudiliteError, RuntimeError):
     pass

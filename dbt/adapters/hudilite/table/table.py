@@ -21,6 +21,7 @@ from . import upsert as upserts
 from .cleaner import CleanPlan
 from .commit import UPSERT, CommitMetadata
 from .context import TableContext, schema_mode
+from .environment import check_python_workers
 from .errors import ConfigurationError, TimelineError
 from .file_group import BaseFile
 from .index import TableIndex
@@ -44,6 +45,7 @@ def _field_list(value: Fields) -> List[str]:
 
 class HudiTable:
     def __init__(self, spark: SparkSession, storage: Storage, config: props.TableConfig):
+        check_python_workers(spark)
         self.context = TableContext(spark, storage, config)
 
     # ---- life cycle -------------------------------------------------------------------------
@@ -59,6 +61,7 @@ class HudiTable:
         """A new, empty table. `schema` (the rows it will hold) is recorded as Hudi's
         `hoodie.table.create.schema`, which Java readers resolve the schema of a table without
         commits from; `parquet_encoding` is `compact` or `portable` (properties.PARQUET_ENCODINGS)."""
+        check_python_workers(spark)
         storage = Storage(path)
         if storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is already a Hudi table")
