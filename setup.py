@@ -12,7 +12,7 @@ setup(
         "dbt-core>=1.8,<1.12",
         "dbt-spark[session]>=1.8,<1.12",
         "pyspark>=3.5,<5",
-        "pyarrow>=14",
+        "pyarrow>=17",  # ParquetWriter.add_key_value_metadata (bloom footers)
         "pandas>=2.2,<3",  # pyspark needs it for mapInArrow
         "agate",
     ],

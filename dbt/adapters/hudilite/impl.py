@@ -24,6 +24,7 @@ from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_
 from .dml import run_statement
 from .relation import HudiliteRelation
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
+from .table.properties import PARQUET_ENCODINGS
 
 
 @dataclass
@@ -187,7 +188,7 @@ class HudiliteAdapter(SparkAdapter):
                 table = HudiTable.create(catalog.spark, catalog.table_path(schema, name), name,
                                          partition_by=plan.partition_by, record_key=plan.record_key,
                                          precombine=plan.precombine_field, database=schema, schema=df.schema,
-                                         parquet_encoding=plan.parquet_encoding)
+                                         parquet_encoding=plan.parquet_encoding or PARQUET_ENCODINGS[0])
             except Exception as err:  # nothing of ours to clean up: the table is not created
                 raise _dbt_error(config, err) from None
         try:
@@ -275,8 +276,8 @@ def _seed_text(value: Any) -> Optional[str]:
 
 def _layout_fits(table: HudiTable, plan: m.BuildPlan) -> bool:
     config = table.config
-    return (config.partition_fields, config.record_key_fields, config.precombine_field, config.parquet_encoding) == (
-        plan.partition_by, plan.record_key, plan.precombine_field, plan.parquet_encoding)
+    return (config.partition_fields, config.record_key_fields, config.precombine_field) == (
+        plan.partition_by, plan.record_key, plan.precombine_field) and plan.parquet_encoding in (None, config.parquet_encoding)
 
 
 def _with_retries(retries: int, write):

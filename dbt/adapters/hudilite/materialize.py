@@ -54,7 +54,7 @@ class ModelConfig:
     merge_exclude_columns: List[str] = field(default_factory=list)
     incremental_predicates: List[str] = field(default_factory=list)
     write_retries: int = 0  # a write that conflicts with a concurrent one is run again this many times
-    parquet_encoding: str = PARQUET_ENCODINGS[0]  # compact, or portable for older Parquet readers
+    parquet_encoding: Optional[str] = None  # compact or portable (older Parquet readers); None: the table's
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -73,7 +73,7 @@ class ModelConfig:
             merge_exclude_columns=_as_list(config.get("merge_exclude_columns")),
             incremental_predicates=_as_list(config.get("incremental_predicates") or config.get("predicates")),
             write_retries=int(config.get("write_retries") or 0),
-            parquet_encoding=(config.get("parquet_encoding") or PARQUET_ENCODINGS[0]).lower(),
+            parquet_encoding=(config.get("parquet_encoding") or "").lower() or None,
         )
 
     def fail(self, message: str) -> ModelConfigError:
@@ -105,7 +105,7 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
         raise config.fail("retain_commits must be at least 1")
     if config.write_retries < 0:
         raise config.fail("write_retries must be 0 or more")
-    if config.parquet_encoding not in PARQUET_ENCODINGS:
+    if config.parquet_encoding is not None and config.parquet_encoding not in PARQUET_ENCODINGS:
         raise config.fail(f"unknown parquet_encoding '{config.parquet_encoding}' (one of {', '.join(PARQUET_ENCODINGS)})")
     known = {c.lower() for c in columns if c.lower() != DELETE_FLAG}
     for setting, names in (("partition_by", config.partition_by), ("unique_key", config.unique_key),
@@ -162,7 +162,7 @@ def table_layout_changed(config: ModelConfig, partition_fields: List[str], recor
     """A table's partitioning, record key and file encoding are fixed when it is created."""
     lower = lambda names: [n.lower() for n in names]  # noqa: E731
     return (lower(config.partition_by) != lower(partition_fields) or lower(record_key(config)) != lower(record_key_fields)
-            or config.parquet_encoding != parquet_encoding)
+            or config.parquet_encoding not in (None, parquet_encoding))
 
 
 @dataclass
@@ -236,7 +236,7 @@ class BuildPlan:
     record_key: List[str]
     precombine_field: Optional[str]
     retain_commits: int
-    parquet_encoding: str = PARQUET_ENCODINGS[0]
+    parquet_encoding: Optional[str] = None  # None: the table's, or compact for a new one
     write_retries: int = 0  # runs of the write again after a conflict with a concurrent writer
     recreate: bool = False  # drop the existing table first: its layout changed on a rebuild
     schema: Optional[SchemaPlan] = None  # incremental writes: how the rows are shaped
@@ -257,7 +257,7 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
             raise config.fail(f"the table is not keyed by {config.unique_key[0]} (record key "
                               f"{table.record_key_fields}); it was not built as a snapshot: drop it or choose another target")
         if config.materialized == "incremental" and not full_refresh:
-            if config.parquet_encoding != table.parquet_encoding:
+            if config.parquet_encoding not in (None, table.parquet_encoding):
                 what = f"parquet_encoding ({config.parquet_encoding}) differs from the table's ({table.parquet_encoding})"
             else:
                 what = (f"partition_by/record key ({config.partition_by}/{record_key(config)}) differ from the table's "

@@ -33,10 +33,11 @@ class Footprint:
 
     file_groups: Set[str]  # every file group written or replaced
     changed_groups: Set[str]  # existing file groups given a new slice or replaced
+    rewritten_groups: Set[str]  # existing file groups whose rows it changed or deleted
     partitions: Set[str]  # partitions written into
     overwritten: Set[str]  # partitions an overwrite replaces
     whole_table: bool  # an overwrite of the whole table
-    new_files: List[str]  # base files of new file groups
+    new_files: List[str]  # base files holding rows it inserted (new file groups, topped-up small files)
     schema: Optional[str]  # the table schema it committed (Spark JSON)
 
     @classmethod
@@ -48,10 +49,11 @@ class Footprint:
         return cls(
             file_groups={s.fileId for s in stats} | replaced,
             changed_groups={s.fileId for s in stats if s.prevCommit} | replaced,
+            rewritten_groups={s.fileId for s in stats if s.prevCommit and not s.numInserts} | replaced,
             partitions=written,
             overwritten=(written | set(metadata.replaced_file_ids)) if overwrite else set(),
             whole_table=metadata.operation == INSERT_OVERWRITE_TABLE,
-            new_files=sorted(s.path for s in stats if not s.prevCommit),
+            new_files=sorted(s.path for s in stats if not s.prevCommit or s.numInserts),
             schema=metadata.extra.get(SPARK_SCHEMA_KEY),
         )
 
@@ -76,7 +78,7 @@ def find_conflict(ours: CommitMetadata, others: Iterable[Tuple[str, CommitMetada
             return f"{what} wrote into partition '{clash[0]}', which this write overwrites, while it ran"
         if theirs.schema is not None and theirs.schema not in (base_schema, mine.schema):
             return f"{what} changed the table schema while this write ran"
-        replacing = sorted(mine.partitions & theirs.partitions) if mine.changed_groups and mine.new_files else []
+        replacing = sorted(mine.partitions & theirs.partitions) if mine.rewritten_groups and mine.new_files else []
         if keys_of is None and replacing and theirs.new_files:
             return f"{what} inserted rows into partition '{replacing[0]}', where this write deletes and inserts, while it ran"
         if keys_of is not None and mine.new_files and theirs.new_files:

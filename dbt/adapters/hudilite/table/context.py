@@ -22,8 +22,9 @@ from . import faults
 from . import properties as props
 from .properties import KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE
 from .commit import SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
-from .errors import ConcurrentWriteError, ConfigurationError, DataError, SchemaError, TimelineError
+from .errors import ConcurrentWriteError, ConfigurationError, DataError, HudiliteError, SchemaError, TimelineError
 from .file_group import BaseFile, FileSystemView
+from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
 from .instant import Instant
 from .key_ranges import KeyRangeIndex
@@ -69,6 +70,7 @@ class TableContext:
         self.timeline = Timeline(storage)
         self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
         self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
+        self.file_sizing = FileSizing()  # small-file handling of inserts
         self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
         self._field_prefixed: Optional[bool] = None  # the key format, once known (`field_prefixed_keys`)
 
@@ -81,18 +83,26 @@ class TableContext:
 
     # ---- reads ------------------------------------------------------------------------------
     def schema(self, as_of: Optional[str] = None) -> Optional[T.StructType]:
-        """The data schema (no meta columns) as of an instant; None before the first write.
-        Ours carries exact Spark types; a commit of Hudi's Java writer only the Avro schema,
-        and a table it created but never wrote `hoodie.table.create.schema`."""
+        """The data schema (no meta columns) as of an instant, for reads: that of the commits,
+        else `hoodie.table.create.schema` of a table without one; None when neither is there."""
+        committed = self.committed_schema(as_of)
+        if committed is None and self.config.create_schema:
+            return from_avro(self.config.create_schema)
+        return committed
+
+    def committed_schema(self, as_of: Optional[str] = None) -> Optional[T.StructType]:
+        """The schema the latest commit recorded; None before the first. Writes build on this,
+        never on the create schema, whose Avro loses Spark types (tinyint, smallint, varchar).
+        Ours carries exact Spark types; a commit of Hudi's Java writer only the Avro schema."""
         for _, metadata in reversed(self.timeline.commits(as_of)):
             if SPARK_SCHEMA_KEY in metadata.extra:
                 return from_json(metadata.extra[SPARK_SCHEMA_KEY])
             if metadata.extra.get(SCHEMA_KEY):
                 return from_avro(metadata.extra[SCHEMA_KEY])
-        return from_avro(self.config.create_schema) if self.config.create_schema else None
+        return None
 
     def existing_schema(self) -> T.StructType:
-        current = self.schema()
+        current = self.committed_schema()
         if current is None:
             raise self.error("it has no rows yet")
         return current
@@ -109,11 +119,15 @@ class TableContext:
         path as its key generator makes them from their fields, the file name from the file. A
         row's commit time and sequence number are not stored anywhere: null."""
         unknown = F.lit(None).cast("string")
+        try:
+            key, partition = self.key_column(data_schema), self.partition_column(data_schema)
+        except (HudiliteError, KeyError):  # a key generator we make no keys for, or fields not in the files
+            key = partition = unknown
         meta = {
             COMMIT_TIME: unknown,
             COMMIT_SEQNO: unknown,
-            RECORD_KEY: self.key_column(data_schema),
-            PARTITION_PATH: self.partition_column(data_schema),
+            RECORD_KEY: key,
+            PARTITION_PATH: partition,
             FILE_NAME: F.col("_metadata.file_name"),
         }
         return data.select(*[meta[c].alias(c) for c in META_COLUMNS], *[F.col(quote(f.name)) for f in data_schema])
@@ -182,7 +196,7 @@ class TableContext:
         concurrent commits (`conflict.py`)."""
         self.check_writable()
         shards_at_start = _shards(self.index.state())
-        schema_at_start = self.schema()
+        schema_at_start = self.committed_schema()
 
         def index_changed_meanwhile() -> Optional[str]:
             now = _shards(self.index.state())
@@ -241,7 +255,7 @@ class TableContext:
                     f"table {self.name}: {role} column '{column}' is not among the new rows' columns "
                     f"({', '.join(f.name for f in incoming.fields)})"
                 )
-        current = self.schema()
+        current = self.committed_schema()
         if current is None or mode == REPLACE:
             return incoming
         after = check_compatible(current, incoming, self.name, drop_missing=mode == DROP_MISSING)
@@ -328,12 +342,13 @@ class TableContext:
         # Tasks write one file group per partition path they meet: group their rows.
         return out.sortWithinPartitions(PARTITION_PATH, ROW_INDEX) if self.config.partition_fields else out
 
-    def check_new_keys(self, stats: List[WriteStat], replaced: Set[str], view: FileSystemView) -> None:
+    def check_new_keys(self, instant: str, stats: List[WriteStat], replaced: Set[str], view: FileSystemView) -> None:
         """Refuse new rows whose record keys repeat, or that the table holds outside the file
-        groups being replaced: either would store a key twice."""
+        groups being replaced: either would store a key twice. The new rows are those of this
+        instant (a topped-up small file also holds its stored rows)."""
         if not stats:
             return
-        keys = self.index.written_rows(stats).select(RECORD_KEY)
+        keys = self.index.written_rows(stats).where(F.col(COMMIT_TIME) == instant).select(RECORD_KEY)
         twice = keys.groupBy(RECORD_KEY).count().where(F.col("count") > 1).limit(1).collect()
         if twice:
             raise DataError(f"table {self.name}: the new rows hold record key '{twice[0][0]}' more than once")

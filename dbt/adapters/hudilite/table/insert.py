@@ -17,6 +17,9 @@ from pyspark.sql import DataFrame
 
 from .commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE
 from .context import REPLACE, TableContext
+from .errors import ConcurrentWriteError
+from .file_group import FileSystemView
+from .file_sizing import average_record_bytes, plan_top_ups
 from .index import IndexChange
 from .instant import COMMIT, REPLACE_COMMIT
 from .writer import run_write_job
@@ -25,7 +28,14 @@ PARTITIONS, TABLE = "partitions", "table"  # what an overwrite replaces
 
 
 def insert(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
-    return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None)
+    try:
+        return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None, top_up=True)
+    except ConcurrentWriteError:
+        # A concurrent writer gave a small file this insert topped up a new slice: nothing of
+        # this attempt was published, and new file groups never clash, so write it as those.
+        if ctx.file_sizing.small_file_limit <= 0:
+            raise
+        return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None, top_up=False)
 
 
 def insert_overwrite(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
@@ -37,24 +47,27 @@ def insert_overwrite_table(ctx: TableContext, df: DataFrame) -> str:
 
 
 def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: str, mode: str,
-                      replace: Optional[str]) -> Optional[str]:
-    """The instant; None when the rows were empty and changed nothing."""
+                      replace: Optional[str], top_up: bool = False) -> Optional[str]:
+    """The instant; None when the rows were empty and changed nothing. `top_up`: rows first
+    fill the partitions' small file groups (`file_sizing`)."""
     data_schema = ctx.schema_after(df, mode)
     keyed = not ctx.config.auto_keys
     if keyed:
         ctx.ensure_index()
     with ctx.transaction(action) as txn:
-        before = ctx.timeline.view()
-        stats = run_write_job(ctx.rows_for_writer(df, data_schema), ctx.write_spec(txn.instant))
+        commits = ctx.timeline.commits()
+        before = FileSystemView(commits)
+        top_ups = plan_top_ups(before.live_groups(), ctx.file_sizing, average_record_bytes(commits)) if top_up else {}
+        stats = run_write_job(ctx.rows_for_writer(df, data_schema), ctx.write_spec(txn.instant, top_ups=top_ups))
         replaced: Dict[str, List[str]] = {}
         if replace == TABLE:
             replaced = before.live_file_ids()
         elif replace == PARTITIONS:
             replaced = before.live_file_ids({s.partitionPath for s in stats})
-        if not stats and replace != TABLE and data_schema == ctx.schema():
+        if not stats and replace != TABLE and data_schema == ctx.committed_schema():
             return None  # no rows and no new column: nothing to commit (the instant is rolled back)
         if keyed:
-            ctx.check_new_keys(stats, {f for ids in replaced.values() for f in ids}, before)
+            ctx.check_new_keys(txn.instant, stats, {f for ids in replaced.values() for f in ids}, before)
         index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats))
         ctx.commit(txn, operation, data_schema, stats, index_files, replaced)
     ctx.after_commit()

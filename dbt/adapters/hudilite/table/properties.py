@@ -58,8 +58,11 @@ def unescape(text: str) -> str:
     return "".join(out)
 
 
+SAVED_BY_HUDILITE = "#Properties saved on hudilite"
+
+
 def dumps(props: Dict[str, str]) -> str:
-    lines = ["#Properties saved on " + "hudilite"]
+    lines = [SAVED_BY_HUDILITE]
     lines += [f"{escape(k, True)}={escape(v, False)}" for k, v in sorted(props.items())]
     return "\n".join(lines) + "\n"
 
@@ -115,7 +118,8 @@ class TableConfig:
     parquet_encoding: str = COMPACT
     virtual_keys: bool = False  # hoodie.populate.meta.fields=false: files hold no meta columns
 
-    def __post_init__(self):
+    def check_new(self) -> None:
+        """Settings a new table is created with."""
         if self.parquet_encoding not in PARQUET_ENCODINGS:
             raise ConfigurationError(f"table {self.name}: parquet_encoding '{self.parquet_encoding}' is not one of "
                                      f"{', '.join(PARQUET_ENCODINGS)}")
@@ -162,7 +166,9 @@ class TableConfig:
         return props
 
     @classmethod
-    def from_properties(cls, props: Dict[str, str]) -> "TableConfig":
+    def from_properties(cls, props: Dict[str, str], ours: bool = True) -> "TableConfig":
+        """`ours`: hudilite created the table. One another writer created without our encoding
+        setting gets the portable encoding: its readers may be older Parquet readers."""
         def fields(key: str) -> List[str]:
             return [f for f in props.get(key, "").split(",") if f]
 
@@ -185,7 +191,7 @@ class TableConfig:
             create_schema=props.get("hoodie.table.create.schema") or None,
             key_generator=props.get("hoodie.table.keygenerator.class") or None,
             not_writable=_not_writable(props),
-            parquet_encoding=props.get(PARQUET_ENCODING_KEY, COMPACT),
+            parquet_encoding=props.get(PARQUET_ENCODING_KEY, COMPACT if ours else PORTABLE),
             virtual_keys=props.get("hoodie.populate.meta.fields", "true").lower() == "false",
         )
 
@@ -202,6 +208,9 @@ def _not_writable(props: Dict[str, str]) -> Optional[str]:
     if props.get("hoodie.datasource.write.partitionpath.urlencode", "false").lower() == "true":
         return ("its partition paths are URL-encoded (hoodie.datasource.write.partitionpath.urlencode=true); hudilite "
                 "writes plain partition paths")
+    encoding = props.get(PARQUET_ENCODING_KEY, COMPACT)
+    if encoding not in PARQUET_ENCODINGS:
+        return f"a newer hudilite set its parquet encoding to '{encoding}'; this one writes {', '.join(PARQUET_ENCODINGS)}"
     if props.get("hoodie.timeline.layout.version", "1") != "1":
         return f"its timeline layout version is {props['hoodie.timeline.layout.version']}; hudilite writes version 1"
     return None

@@ -28,7 +28,7 @@ from .index_files import BASE, DELTA, completed_set, has_too_many_deltas, write_
 from .instant import Instant
 from .layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
 from .reader import literal_path
-from .schema import FILE_NAME, RECORD_KEY
+from .schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from .storage import Storage
 
 ENTRIES_PER_SHARD = 2_000_000
@@ -172,7 +172,8 @@ class RecordIndex(TableIndex):
         their keys; replaced groups' entries are not live)."""
         if not change.inserted and change.removed is None:
             return []
-        entries = entries_of(self.written_rows(change.inserted))
+        # Rows of this instant: a topped-up small file also holds stored rows, already indexed there.
+        entries = entries_of(self.written_rows(change.inserted).where(F.col(COMMIT_TIME) == instant))
         if change.removed is not None:
             entries = entries.unionByName(change.removed)
         return sorted(self._write(entries, instant, DELTA, self.num_shards))

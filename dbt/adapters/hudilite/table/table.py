@@ -24,6 +24,7 @@ from .context import TableContext, schema_mode
 from .environment import check_python_workers
 from .errors import ConfigurationError, TimelineError
 from .file_group import BaseFile
+from .file_sizing import FileSizing
 from .index import TableIndex
 from .instant import Instant
 from .layout import ARCHIVED_DIR, EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
@@ -81,6 +82,7 @@ class HudiTable:
             precombine_field=precombine, database=database, parquet_encoding=parquet_encoding,
             create_schema=None if schema is None else to_avro(data_columns(schema), name),
         )
+        config.check_new()
         try:
             storage.write_atomic(PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)
         except OSError as err:
@@ -92,7 +94,8 @@ class HudiTable:
         storage = Storage(path)
         if not storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is not a Hudi table (no {PROPERTIES_FILE})")
-        config = props.TableConfig.from_properties(props.loads(storage.read_text(PROPERTIES_FILE)))
+        text = storage.read_text(PROPERTIES_FILE)
+        config = props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))
         archived = [n for n in storage.list_names(ARCHIVED_DIR) if n != ".DS_Store"]
         if archived:  # file groups those commits wrote would be missing from our view of the table
             raise ConfigurationError(
@@ -135,6 +138,15 @@ class HudiTable:
     @write_options.setter
     def write_options(self, options: Dict[str, object]) -> None:
         self.context.write_options = dict(options)
+
+    @property
+    def file_sizing(self) -> FileSizing:
+        """Small-file handling of inserts: `FileSizing(small_file_limit=0)` turns it off."""
+        return self.context.file_sizing
+
+    @file_sizing.setter
+    def file_sizing(self, sizing: FileSizing) -> None:
+        self.context.file_sizing = sizing
 
     # ---- timeline ---------------------------------------------------------------------------
     def timeline(self) -> List[Instant]:

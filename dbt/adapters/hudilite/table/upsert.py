@@ -269,7 +269,7 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
                 stats += run_write_job(rows, spec, task=merge)
             inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, arriving_rows), data_schema), spec)
             stats += inserted
-            if not stats and data_schema == ctx.schema():
+            if not stats and data_schema == ctx.committed_schema():
                 return None  # nothing changed: no instant (the transaction rolls it back)
             index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
                                                                    removed=tombstones(tagged)))

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from . import faults
 from .bloom import FileKeys
+from .file_sizing import TopUp
 from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from .keygen import row_numbers, seqno_array
@@ -51,6 +52,8 @@ class WriteSpec:
     auto_keys: bool
     portable_encoding: bool = False  # properties.PORTABLE
     bloom_footers: bool = False  # Hudi's bloom filter and key range in each file's footer (keyed tables)
+    # Inserts: per partition path, small file groups to top up; task i takes entry i (file_sizing).
+    top_ups: Dict[str, List[TopUp]] = field(default_factory=dict)
     row_group_bytes: int = 128 * 1024 * 1024  # in Arrow memory; about a third of that on disk
     max_file_bytes: int = 512 * 1024 * 1024
     fail_task_attempt: Optional[Tuple[int, int]] = None  # (task partition, attempt): tests only
@@ -81,7 +84,8 @@ class _OpenBaseFile:
     """One base file being written: buffers batches into large row groups."""
 
     def __init__(self, spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
-                 file_id: Optional[str] = None, prev_commit: Optional[str] = None, deletes: int = 0):
+                 file_id: Optional[str] = None, prev_commit: Optional[str] = None, deletes: int = 0,
+                 insert_limit: Optional[int] = None):
         self.spec, self.storage, self.partition = spec, storage, partition
         self.file_id = file_id or new_file_id()
         self.prev_commit = prev_commit
@@ -101,6 +105,7 @@ class _OpenBaseFile:
         self.bytes_in = 0
         self.deletes = deletes
         self.keys = FileKeys() if spec.bloom_footers else None
+        self.insert_limit = insert_limit  # a topped-up small file: how many new rows it takes
 
     def add(self, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
             data: List[pa.Array], changed_rows: int) -> None:
@@ -122,7 +127,22 @@ class _OpenBaseFile:
 
     @property
     def full(self) -> bool:
-        return self.bytes_in >= self.spec.max_file_bytes
+        return self.bytes_in >= self.spec.max_file_bytes or self.room == 0
+
+    @property
+    def room(self) -> Optional[int]:
+        """New rows a topped-up file still takes; None: no limit but the size."""
+        return None if self.insert_limit is None else max(0, self.insert_limit - self.changed_rows)
+
+    def copy_rows_of(self, path: str) -> None:
+        """Start a topped-up slice with its file group's stored rows, as they are (in the
+        table's current columns: a column added since reads null)."""
+        names = self.schema.names
+        with self.storage.open_input(path) as source:
+            for batch in pq.ParquetFile(source).iter_batches(ARROW_BATCH_ROWS):
+                columns = [batch.column(n).cast(self.schema.field(n).type) if n in batch.schema.names
+                           else pa.nulls(batch.num_rows, self.schema.field(n).type) for n in names]
+                self.add(*columns[:4], columns[len(META_COLUMNS):], changed_rows=0)
 
     def _flush(self) -> None:
         if self.pending:
@@ -136,11 +156,16 @@ class _OpenBaseFile:
             self.writer.add_key_value_metadata(self.keys.footer())
         self.writer.close()
         self.sink.close()
-        rewrite = self.prev_commit is not None
+        if self.prev_commit is None:  # a new file group
+            inserts, updates = self.rows, 0
+        elif self.insert_limit is not None:  # a topped-up small file
+            inserts, updates = self.changed_rows, 0
+        else:  # a rewrite (upsert, update, delete)
+            inserts, updates = 0, self.changed_rows
         return {
             "partition_path": self.partition, "file_id": self.file_id, "path": self.path,
             "prev_commit": self.prev_commit, "num_writes": self.rows,
-            "num_inserts": 0 if rewrite else self.rows, "num_update_writes": self.changed_rows if rewrite else 0,
+            "num_inserts": inserts, "num_update_writes": updates,
             "num_deletes": self.deletes,
             "file_size": self.storage.size(self.path),
         }
@@ -194,11 +219,13 @@ def _write_as_second_attempt(spec: WriteSpec, stats: List[dict]) -> None:
 
 
 def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """New file groups from rows in the insert layout (`rows.insert_layout`): one per
-    partition path the task meets, rolled over at the size limit."""
+    """Rows in the insert layout (`rows.insert_layout`), per partition path the task meets:
+    first into the small file group the spec offers this task there (a new slice of it, up to
+    its room), then into new file groups, rolled over at the size limit."""
     task_partition, attempt, token = _task_context(spec)
     layout = insert_layout(spec.auto_keys)
     storage = Storage(spec.base_path)
+    top_ups = {p: offered[task_partition] for p, offered in spec.top_ups.items() if task_partition < len(offered)}
     stats: List[dict] = []
     commit_time = pa.scalar(spec.instant, pa.string())
     current: Optional[_OpenBaseFile] = None
@@ -209,18 +236,22 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                 continue
             layout.check(batch.schema)
             partitions = _runs(batch, layout.meta.index(PARTITION_PATH)) if spec.partitioned else [("", batch)]
-            for partition, rows in partitions:
-                if current is not None and (current.partition != partition or current.full):
-                    stats.append(current.close())
-                    faults.reach("task")
-                    current = None
-                if current is None:
-                    current = _OpenBaseFile(spec, storage, token, partition, layout.data_fields(rows.schema))
-                seqno = seqno_array(spec.instant, task_partition, row_numbers(written, rows.num_rows))
-                written += rows.num_rows
-                key = seqno if spec.auto_keys else layout.meta_column(rows, RECORD_KEY)
-                current.add(pa.repeat(commit_time, rows.num_rows), seqno, key, layout.meta_column(rows, PARTITION_PATH),
-                            layout.data(rows), rows.num_rows)
+            for partition, run in partitions:
+                while run.num_rows:  # a run may fill a topped-up file and go on in a new one
+                    if current is not None and (current.partition != partition or current.full):
+                        stats.append(current.close())
+                        faults.reach("task")
+                        current = None
+                    if current is None:
+                        current = _open_for_insert(spec, storage, token, partition, layout.data_fields(run.schema),
+                                                   top_ups.pop(partition, None))
+                    rows = run if current.room is None else run.slice(0, current.room)
+                    run = run.slice(rows.num_rows)
+                    seqno = seqno_array(spec.instant, task_partition, row_numbers(written, rows.num_rows))
+                    written += rows.num_rows
+                    key = seqno if spec.auto_keys else layout.meta_column(rows, RECORD_KEY)
+                    current.add(pa.repeat(commit_time, rows.num_rows), seqno, key,
+                                layout.meta_column(rows, PARTITION_PATH), layout.data(rows), rows.num_rows)
         if current is not None:
             stats.append(current.close())
             faults.reach("task")
@@ -229,6 +260,17 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
         if current is not None:  # a failing task leaves its marker; the driver deletes the file
             current.sink.close()
     yield from _finish(spec, task_partition, attempt, stats)
+
+
+def _open_for_insert(spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
+                     top_up: Optional[TopUp]) -> _OpenBaseFile:
+    if top_up is None:
+        return _OpenBaseFile(spec, storage, token, partition, data_fields)
+    nullable = [f.with_nullable(True) for f in data_fields]  # stored rows predating a column hold nulls
+    out = _OpenBaseFile(spec, storage, token, partition, nullable, top_up.file_id, top_up.prev_commit,
+                        insert_limit=top_up.rows)
+    out.copy_rows_of(top_up.path)
+    return out
 
 
 @dataclass
