@@ -109,3 +109,20 @@ def test_an_insert_whose_small_file_another_writer_topped_up_meanwhile_is_writte
     assert sorted(r.id for r in table.read().collect()) == list(range(30))
     assert table.validate() == [] and parquet_files_on_disk(table.path) == committed_files(table)
     assert_hudi_rs_agrees(table)
+
+
+def test_a_conflict_that_is_not_a_top_up_is_not_written_again(spark, tmp_path):
+    """Only an insert that topped up a small file is written again after a conflict; any other
+    conflict (here the same new key from a concurrent writer) fails, leaving nothing behind."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", partition_by="p")
+    rows = lambda lo, hi: spark.range(lo, hi, numPartitions=1).select("id", F.lit("a").alias("p"))  # noqa: E731
+    table.insert(rows(0, 10))
+    table.file_sizing = FileSizing(small_file_limit=0)
+    other = HudiTable.open(spark, table.path)
+    other.file_sizing = FileSizing(small_file_limit=0)
+    theirs = while_writing(table, lambda: other.insert(rows(10, 11)))
+    with pytest.raises(ConcurrentWriteError, match="also inserted record key '10'"):
+        table.insert(rows(10, 12))
+    assert [i.state for i in table.timeline()] == ["COMPLETED", "COMPLETED"] and theirs
+    assert sorted(r.id for r in table.read().collect()) == list(range(11))
+    assert table.validate() == [] and parquet_files_on_disk(table.path) == committed_files(table)

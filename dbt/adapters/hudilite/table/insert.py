@@ -27,14 +27,17 @@ from .writer import run_write_job
 PARTITIONS, TABLE = "partitions", "table"  # what an overwrite replaces
 
 
+class TopUpConflict(ConcurrentWriteError):
+    """An insert that topped up small files conflicted with a concurrent commit."""
+
+
 def insert(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
     try:
         return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None, top_up=True)
-    except ConcurrentWriteError:
-        # A concurrent writer gave a small file this insert topped up a new slice: nothing of
-        # this attempt was published, and new file groups never clash, so write it as those.
-        if ctx.file_sizing.small_file_limit <= 0:
-            raise
+    except TopUpConflict:
+        # A concurrent writer may have given a small file this insert topped up a new slice:
+        # nothing of this attempt was published, and new file groups never clash, so write
+        # it again as those. Any other conflict is the caller's (write_retries).
         return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None, top_up=False)
 
 
@@ -69,6 +72,11 @@ def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: 
         if keyed:
             ctx.check_new_keys(txn.instant, stats, {f for ids in replaced.values() for f in ids}, before)
         index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats))
-        ctx.commit(txn, operation, data_schema, stats, index_files, replaced)
+        try:
+            ctx.commit(txn, operation, data_schema, stats, index_files, replaced)
+        except ConcurrentWriteError as err:
+            if any(s.prevCommit for s in stats):  # it topped up a small file
+                raise TopUpConflict(str(err)) from err
+            raise
     ctx.after_commit()
     return txn.instant
