@@ -1,6 +1,7 @@
 import pytest
 
 from dbt.adapters.hudilite import materialize as m
+from dbt.adapters.hudilite.table import FileSizing, TableServices
 from dbt.adapters.hudilite.catalog import snapshot_glob
 
 
@@ -12,9 +13,14 @@ def config(**kw):
 
 def test_config_from_a_dbt_node():
     node = {"name": "orders", "config": {"materialized": "incremental", "incremental_strategy": "Insert_Overwrite",
-                                         "partition_by": "day", "unique_key": ["a", "b"], "retain_commits": 3}}
+                                         "partition_by": "day", "unique_key": ["a", "b"], "retain_commits": 3,
+                                         "keep_max_commits": "40", "small_file_limit": 0}}
     c = m.ModelConfig.from_node(node)
-    assert (c.strategy, c.partition_by, c.unique_key, c.retain_commits) == ("insert_overwrite", ["day"], ["a", "b"], 3)
+    assert (c.strategy, c.partition_by, c.unique_key) == ("insert_overwrite", ["day"], ["a", "b"])
+    assert c.services == TableServices(retain_commits=3, keep_min_commits=20, keep_max_commits=40)
+    assert c.file_sizing == FileSizing(small_file_limit=0, max_file_size=FileSizing().max_file_size)
+    with pytest.raises(m.ModelConfigError, match="model 't': keep_min_commits must be a whole number, not 'many'"):
+        m.ModelConfig.from_node({"name": "t", "config": {"keep_min_commits": "many"}})
     assert m.ModelConfig.from_node({"name": "t", "config": {}}).strategy == "append"
     keyed = m.ModelConfig.from_node({"name": "t", "config": {"unique_key": ["id", "ID", "id"]}})
     assert (keyed.strategy, keyed.unique_key) == ("merge", ["id", "ID"])  # a key means merge by default
@@ -30,7 +36,12 @@ def test_config_from_a_dbt_node():
     (dict(partition_by=["day"]), ["id", "dt"], "partition_by names column 'day', which the model does not produce (it produces id, dt)"),
     (dict(unique_key=["customer_id"]), ["id"], "unique_key names column 'customer_id'"),
     (dict(on_schema_change="whatever"), ["id"], "unknown on_schema_change 'whatever'"),
-    (dict(retain_commits=0), ["id"], "retain_commits must be at least 1"),
+    (dict(services=TableServices(retain_commits=0)), ["id"], "retain_commits must be at least 1"),
+    (dict(services=TableServices(keep_min_commits=30, keep_max_commits=30)), ["id"],
+     "need 1 <= keep_min_commits < keep_max_commits (got 30 and 30)"),
+    (dict(services=TableServices(retain_commits=20)), ["id"],
+     "keep_min_commits (20) must be greater than retain_commits (20)"),
+    (dict(file_sizing=FileSizing(max_file_size=0)), ["id"], "max_file_size more than 0"),
 ])
 def test_validation_names_the_model_and_the_problem(kw, columns, message):
     with pytest.raises(m.ModelConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -131,9 +142,10 @@ def state(partition_fields=(), record_key_fields=(), columns=COLUMNS):
 
 def test_one_plan_per_build_carries_everything_the_write_needs():
     merge = config(strategy="merge", unique_key=["id"], merge_exclude_columns=["b"], incremental_predicates=["x > 1"],
-                   precombine_field="a", retain_commits=4)
+                   precombine_field="a", services=TableServices(retain_commits=4), file_sizing=FileSizing(0))
     plan = m.plan_build(merge, COLUMNS + [(m.DELETE_FLAG, "boolean")], state(record_key_fields=["id"]), False)
-    assert (plan.operation, plan.record_key, plan.precombine_field, plan.retain_commits) == (m.UPSERT, ["id"], "a", 4)
+    assert (plan.operation, plan.record_key, plan.precombine_field) == (m.UPSERT, ["id"], "a")
+    assert (plan.services.retain_commits, plan.file_sizing.small_file_limit) == (4, 0)
     assert plan.update_columns == ["id", "a"] and plan.predicates == ["x > 1"] and not plan.recreate
     assert plan.schema.columns == [("id", None), ("a", None), ("b", None)]  # the delete flag rides along, unplanned
     first = m.plan_build(merge, COLUMNS, None, False)

@@ -31,6 +31,10 @@ from .table.properties import PARQUET_ENCODINGS
 class HudiliteConfig(SparkConfig):
     precombine_field: Optional[str] = None
     retain_commits: Optional[int] = None
+    keep_min_commits: Optional[int] = None
+    keep_max_commits: Optional[int] = None
+    small_file_limit: Optional[int] = None
+    max_file_size: Optional[int] = None
     write_retries: Optional[int] = None
 
 
@@ -200,7 +204,7 @@ class HudiliteAdapter(SparkAdapter):
         catalog.register(schema, name, table)
         if instant is None:
             return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
-        table.clean(retain_commits=plan.retain_commits)
+        table.run_services(plan.services)
         metadata = table.commit_metadata(instant)
         return {
             "message": f"{metadata.operation} {metadata.num_writes} rows at {instant}",
@@ -212,6 +216,7 @@ class HudiliteAdapter(SparkAdapter):
     @staticmethod
     def _carry_out(plan: m.BuildPlan, table: HudiTable, df) -> str:
         """The plan's write; returns its instant."""
+        table.file_sizing = plan.file_sizing
         if plan.operation == m.CREATE:
             return table.upsert(df) if plan.record_key else table.insert(df)
         if plan.operation == m.OVERWRITE_TABLE:

@@ -10,14 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .table import ConfigurationError, quote
+from .table import ConfigurationError, FileSizing, TableServices, quote
 from .table.schema import IS_DELETED
 from .table.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, UPSERT
 from .table.properties import PARQUET_ENCODINGS
 
 STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge", "delete+insert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
-DEFAULT_RETAIN_COMMITS = 10
 
 # What a build does to the table: the core's operation names, and two of the adapter's own.
 CREATE = "CREATE"                      # a new table, then its first commit
@@ -40,6 +39,21 @@ def _as_list(value: Any) -> List[str]:
     return [str(v) for v in value]
 
 
+def _ints(config: Dict[str, Any], settings, model: str) -> Dict[str, int]:
+    """The model configs named as the fields of a settings dataclass, as ints; unset ones keep
+    the dataclass's defaults."""
+    out = {}
+    for name in settings.__dataclass_fields__:
+        value = config.get(name)
+        if value is not None and value != "":
+            try:
+                out[name] = int(value)
+            except (TypeError, ValueError):
+                raise ModelConfigError(f"model '{model}': {name} must be a whole number, "
+                                       f"not {value!r}") from None
+    return out
+
+
 @dataclass
 class ModelConfig:
     name: str
@@ -49,7 +63,8 @@ class ModelConfig:
     unique_key: List[str] = field(default_factory=list)
     precombine_field: Optional[str] = None
     on_schema_change: str = "ignore"
-    retain_commits: int = DEFAULT_RETAIN_COMMITS
+    services: TableServices = TableServices()  # retain_commits, keep_min_commits, keep_max_commits
+    file_sizing: FileSizing = FileSizing()  # small_file_limit, max_file_size (bytes)
     merge_update_columns: Optional[List[str]] = None
     merge_exclude_columns: List[str] = field(default_factory=list)
     incremental_predicates: List[str] = field(default_factory=list)
@@ -60,15 +75,17 @@ class ModelConfig:
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
         config = model.get("config", {}) or {}
         unique_key = list(dict.fromkeys(_as_list(config.get("unique_key"))))  # ['a', 'a'] is 'a'
+        name = model.get("name") or model.get("alias") or "?"
         return cls(
-            name=model.get("name") or model.get("alias") or "?",
+            name=name,
             materialized=config.get("materialized") or "table",
             strategy=(config.get("incremental_strategy") or ("merge" if unique_key else "append")).lower(),
             partition_by=_as_list(config.get("partition_by")),
             unique_key=unique_key,
             precombine_field=config.get("precombine_field"),
             on_schema_change=(config.get("on_schema_change") or "ignore").lower(),
-            retain_commits=int(config.get("retain_commits") or DEFAULT_RETAIN_COMMITS),
+            services=TableServices(**_ints(config, TableServices, name)),
+            file_sizing=FileSizing(**_ints(config, FileSizing, name)),
             merge_update_columns=_as_list(config.get("merge_update_columns")) or None,
             merge_exclude_columns=_as_list(config.get("merge_exclude_columns")),
             incremental_predicates=_as_list(config.get("incremental_predicates") or config.get("predicates")),
@@ -101,8 +118,12 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
             raise config.fail(
                 f"unknown on_schema_change '{config.on_schema_change}' (one of {', '.join(ON_SCHEMA_CHANGE)})"
             )
-    if config.retain_commits < 1:
-        raise config.fail("retain_commits must be at least 1")
+    try:
+        config.services.check()
+    except ConfigurationError as err:
+        raise config.fail(str(err)) from None
+    if config.file_sizing.small_file_limit < 0 or config.file_sizing.max_file_size <= 0:
+        raise config.fail("small_file_limit must be 0 (off) or more and max_file_size more than 0 (bytes)")
     if config.write_retries < 0:
         raise config.fail("write_retries must be 0 or more")
     if config.parquet_encoding is not None and config.parquet_encoding not in PARQUET_ENCODINGS:
@@ -235,7 +256,8 @@ class BuildPlan:
     partition_by: List[str]
     record_key: List[str]
     precombine_field: Optional[str]
-    retain_commits: int
+    services: TableServices
+    file_sizing: FileSizing
     parquet_encoding: Optional[str] = None  # None: the table's, or compact for a new one
     write_retries: int = 0  # runs of the write again after a conflict with a concurrent writer
     recreate: bool = False  # drop the existing table first: its layout changed on a rebuild
@@ -266,7 +288,8 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
         recreate = True
     operation = choose_operation(config, table is not None and not recreate, full_refresh)
     plan = BuildPlan(operation=operation, partition_by=list(config.partition_by), record_key=record_key(config),
-                     precombine_field=config.precombine_field, retain_commits=config.retain_commits,
+                     precombine_field=config.precombine_field, services=config.services,
+                     file_sizing=config.file_sizing,
                      parquet_encoding=config.parquet_encoding,
                      write_retries=0 if operation == CREATE else config.write_retries, recreate=recreate)
     if operation in (INSERT, OVERWRITE_PARTITIONS, UPSERT, DELETE_INSERT):

@@ -20,13 +20,16 @@ from .errors import (
     SparkEnvironmentError,
     TimelineError,
 )
+from .file_sizing import FileSizing
 from .instant import Instant
+from .maintenance import TableServices
 from .schema import META_COLUMNS, quote
 from .storage import Storage
 from .table import HudiTable
 
 __all__ = [
     "CleanPlan", "CommitMetadata", "ConcurrentWriteError", "ConfigurationError", "CorruptTableError", "DataError",
-    "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "SparkEnvironmentError", "Storage", "TimelineError", "WriteStat",
+    "FileSizing", "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "SparkEnvironmentError", "Storage", "TableServices", "TimelineError",
+    "WriteStat",
     "quote",
 ]

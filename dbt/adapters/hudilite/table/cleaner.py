@@ -14,6 +14,8 @@ from typing import List, Optional
 from .errors import ConfigurationError
 from .file_group import BaseFile, FileSystemView
 
+DEFAULT_RETAIN_COMMITS = 10  # Hudi's hoodie.cleaner.commits.retained
+
 
 @dataclass
 class CleanPlan:

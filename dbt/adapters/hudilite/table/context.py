@@ -174,6 +174,16 @@ class TableContext:
         finally:
             self._index_basis = None
 
+    def compact_index(self, only_if_due: bool = False) -> None:
+        """Fold the index's deltas into a new base as of the latest completed instant."""
+        completed = self.timeline.completed()
+        view = self.timeline.view(completed[-1].timestamp)
+        with self._index_computed_from(completed):
+            if only_if_due:
+                self.index.compact_if_due(completed, view)
+            else:
+                self.index.compact(completed, view)
+
     def ensure_index(self) -> None:
         """Tables written before the index existed get it built on their first indexed write."""
         self.check_writable()
@@ -270,15 +280,18 @@ class TableContext:
         if not added:
             return
         live = {g.latest.instant for g in self.timeline.view().live_groups()}
-        for instant, metadata in self.timeline.commits():
-            if instant.timestamp not in live or SPARK_SCHEMA_KEY not in metadata.extra:
+        schemas = dict(self.timeline.archived().schemas)
+        schemas.update({i.timestamp: m.extra[SPARK_SCHEMA_KEY] for i, m in self.timeline.commits()
+                        if SPARK_SCHEMA_KEY in m.extra})
+        for instant, schema in sorted(schemas.items()):
+            if instant not in live:
                 continue
-            for old in from_json(metadata.extra[SPARK_SCHEMA_KEY]).fields:
+            for old in from_json(schema).fields:
                 new = added.get(old.name.lower())
                 if new is not None and new.dataType != old.dataType:
                     raise SchemaError(
                         f"table {self.name}: column '{new.name}' was {old.dataType.simpleString()} when files still in "
-                        f"the table were written (instant {instant.timestamp}); adding it back as "
+                        f"the table were written (instant {instant}); adding it back as "
                         f"{new.dataType.simpleString()} would make them unreadable: use another name, or rebuild the "
                         "table (a full refresh)")
 
@@ -392,9 +405,7 @@ class TableContext:
         faults.reach("after_publish")
         try:
             if self.index.is_built():
-                completed = self.timeline.completed()
-                with self._index_computed_from(completed):
-                    self.index.compact_if_due(completed, self.timeline.view(completed[-1].timestamp))
+                self.compact_index(only_if_due=True)
             elif build_missing_index:
                 self.build_index()
         except Exception as err:  # noqa: BLE001 - see above

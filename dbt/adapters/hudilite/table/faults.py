@@ -6,7 +6,9 @@ phase inside the Spark job ends the whole write. Unset, `reach` costs one dict l
 Phases: `requested` (instant claimed, requested and inflight written), `task` (a task closed
 its first base file), `before_publish` (files reconciled, nothing published), `after_publish`
 (completed instant renamed into place, index work not done), `clean` (the cleaner recorded
-its plan and deleted one file), `compaction` (a new index base written, not published).
+its plan and deleted one file), `compaction` (a new index base written, not published),
+`archive` (archived instants written and folded into the archived view, still on the active
+timeline).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import signal
 
 KILL_AT = "HUDILITE_KILL_AT"
 KILL_PID = "HUDILITE_KILL_PID"
-PHASES = ("requested", "task", "before_publish", "after_publish", "clean", "compaction")
+PHASES = ("requested", "task", "before_publish", "after_publish", "clean", "compaction", "archive")
 
 
 def reach(phase: str) -> None:

@@ -3,7 +3,8 @@
 A file group is every version of one fileId; with Copy-On-Write each version (file slice) is
 a single base file `<fileId>_<writeToken>_<T>.parquet`. The view is built from the commit
 metadata of completed instants, never from a listing, so files of pending or failed writes
-(and anything else lying in a partition) are invisible by construction.
+(and anything else lying in a partition) are invisible by construction. Archived instants are
+represented by the slices they left readable (`archival.ArchivedView`).
 """
 
 from __future__ import annotations
@@ -75,9 +76,14 @@ class FileGroup:
 class FileSystemView:
     """File groups of a table as of one instant (inclusive)."""
 
-    def __init__(self, commits: Iterable[Tuple[Instant, CommitMetadata]], as_of: Optional[str] = None):
+    def __init__(self, commits: Iterable[Tuple[Instant, CommitMetadata]], as_of: Optional[str] = None,
+                 archived: Iterable[BaseFile] = ()):
+        """`archived`: the slices archived instants left readable, all older than `commits`."""
         self.as_of = as_of
         self.groups: Dict[Tuple[str, str], FileGroup] = {}
+        for base_file in archived:
+            self.groups[(base_file.partition, base_file.file_id)] = FileGroup(base_file.partition, base_file.file_id,
+                                                                              [base_file])
         for instant, metadata in sorted(commits, key=lambda c: c[0].timestamp):
             if as_of is not None and instant.timestamp > as_of:
                 break

@@ -18,7 +18,6 @@ from pyspark.sql import DataFrame
 from .commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE
 from .context import REPLACE, TableContext
 from .errors import ConcurrentWriteError
-from .file_group import FileSystemView
 from .file_sizing import average_record_bytes, plan_top_ups
 from .index import IndexChange
 from .instant import COMMIT, REPLACE_COMMIT
@@ -58,9 +57,9 @@ def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: 
     if keyed:
         ctx.ensure_index()
     with ctx.transaction(action) as txn:
-        commits = ctx.timeline.commits()
-        before = FileSystemView(commits)
-        top_ups = plan_top_ups(before.live_groups(), ctx.file_sizing, average_record_bytes(commits)) if top_up else {}
+        before = ctx.timeline.view()
+        top_ups = plan_top_ups(before.live_groups(), ctx.file_sizing,
+                               average_record_bytes(ctx.timeline.commits())) if top_up else {}
         stats = run_write_job(ctx.rows_for_writer(df, data_schema), ctx.write_spec(txn.instant, top_ups=top_ups))
         replaced: Dict[str, List[str]] = {}
         if replace == TABLE:

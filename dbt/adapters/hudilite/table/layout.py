@@ -15,13 +15,14 @@ from typing import Optional, Tuple
 HOODIE_DIR = ".hoodie"
 PROPERTIES_FILE = HOODIE_DIR + "/hoodie.properties"
 PARTITION_METADATA = ".hoodie_partition_metadata"
-ARCHIVED_DIR = HOODIE_DIR + "/archived"  # Hudi's archived timeline (empty in every table hudilite reads)
+ARCHIVED_DIR = HOODIE_DIR + "/archived"  # Hudi's archived timeline (see `archival`)
 
 PRIVATE_DIR = HOODIE_DIR + "/.hudilite"
 TMP_DIR = PRIVATE_DIR + "/tmp"
 WRITERS_DIR = PRIVATE_DIR + "/writers"
 MARKERS_DIR = PRIVATE_DIR + "/markers"
 CLEAN_STATE = PRIVATE_DIR + "/clean.json"
+ARCHIVED_VIEW = PRIVATE_DIR + "/archived_view.json"
 LOCK_FILE = PRIVATE_DIR + "/lock"
 EMPTY_DIR = PRIVATE_DIR + "/empty"
 RECORD_INDEX_DIR = PRIVATE_DIR + "/record_index"

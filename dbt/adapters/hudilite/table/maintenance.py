@@ -1,22 +1,35 @@
-"""Looking after a table: the cleaner, validation and the timeline summary.
+"""Looking after a table: the cleaner, archival, validation and the timeline summary.
 
 `clean` deletes file slices no retained instant reads and records the earliest readable
-instant; `validate` checks the timeline, the files and the index against each other.
+instant; `archive` moves old instants off the active timeline; `validate` checks the
+timeline, the files and the index against each other.
 """
 
 from __future__ import annotations
 
 import json
-from typing import List
+import posixpath
+from dataclasses import dataclass
+from typing import List, Optional
 
 from . import faults
 from . import properties as props
-from .cleaner import CleanPlan, plan_clean, unreadable_from
+from .archival import (
+    DEFAULT_KEEP_MAX_COMMITS,
+    DEFAULT_KEEP_MIN_COMMITS,
+    archive_file_body,
+    archive_file_path,
+    check_keep,
+    plan_archive,
+)
+from .cleaner import DEFAULT_RETAIN_COMMITS, CleanPlan, plan_clean, unreadable_from
+from .errors import ConcurrentWriteError, ConfigurationError
 from .context import TableContext
 from .file_group import parse_base_file_name
-from .layout import CLEAN_STATE, PROPERTIES_FILE, TMP_DIR, writer_path
+from .instant import COMPLETED, INFLIGHT, REQUESTED, instant_file_name, parse_instant_file_name
+from .layout import ARCHIVED_VIEW, CLEAN_STATE, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
 from .lock import TableLock
-from .transaction import open_claims, rolled_back_claims
+from .transaction import first_write_in_flight, open_claims, rolled_back_claims
 from .validation import check_table, files_outside_hoodie
 
 
@@ -54,6 +67,105 @@ def _record_clean(ctx: TableContext, earliest_retained: str, complete: bool) -> 
     ctx.storage.write_atomic(CLEAN_STATE, json.dumps(body).encode(), TMP_DIR)
 
 
+@dataclass(frozen=True)
+class TableServices:
+    """The services a writer runs inline after each commit, as Hudi's writer does (dbt runs
+    them after every model build): the cleaner, then archival."""
+
+    retain_commits: int = DEFAULT_RETAIN_COMMITS  # the cleaner keeps the last N instants readable
+    keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS  # archival: instants left on the active timeline
+    keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS  # ... once more than this many are there
+
+    def check(self) -> None:
+        if self.retain_commits < 1:
+            raise ConfigurationError("retain_commits must be at least 1")
+        check_keep(self.keep_min_commits, self.keep_max_commits)
+        if self.keep_min_commits <= self.retain_commits:  # as Hudi requires: archival waits for the cleaner
+            raise ConfigurationError(f"keep_min_commits ({self.keep_min_commits}) must be greater than retain_commits "
+                                     f"({self.retain_commits}): instants the cleaner retains stay on the active timeline")
+
+
+def run_services(ctx: TableContext, services: TableServices) -> None:
+    services.check()
+    clean(ctx, services.retain_commits)
+    archive(ctx, services.keep_min_commits, services.keep_max_commits)
+
+
+def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> List[str]:
+    """Move the oldest completed instants off the active timeline once more than
+    `keep_max_commits` are on it, down to `keep_min_commits` (`archival` says which may go).
+    Under the table lock: the archive file first, then the archived view (from then on the
+    instants are archived), then their files on the timeline; an archival that dies is
+    finished by the next. Returns the archived instants."""
+    timeline = ctx.timeline
+    check_keep(keep_min_commits, keep_max_commits)
+    if _index_holds_back(ctx, keep_min_commits, keep_max_commits):
+        try:  # as Hudi compacts its metadata table for archival: the deltas of archived instants go into the base
+            ctx.compact_index()
+        except ConcurrentWriteError:
+            pass  # a write completed meanwhile; archival goes as far as the index base allows
+    with TableLock(ctx.storage):
+        archived = timeline.archived()
+        _delete_instant_files(ctx, archived.through)
+        completed, in_flight = first_write_in_flight(ctx.storage, timeline)
+        if in_flight is not None:  # its conflict check compares with instants completed since it began
+            return []
+        chosen = plan_archive(completed, keep_min_commits, keep_max_commits, _archivable_before(ctx, completed),
+                              _index_base(ctx))
+        if not chosen:
+            return []
+        commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
+        texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
+        ctx.storage.write_atomic(archive_file_path(chosen[0], chosen[-1]), archive_file_body(texts), TMP_DIR)
+        ctx.storage.write_atomic(ARCHIVED_VIEW, archived.folded(commits).to_json().encode(), TMP_DIR)
+        faults.reach("archive")
+        _delete_instant_files(ctx, chosen[-1])
+    return chosen
+
+
+def _index_base(ctx: TableContext) -> Optional[str]:
+    state = ctx.index.state()
+    return state["base_instant"] if state else None
+
+
+def _index_holds_back(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> bool:
+    """Whether only the index's base keeps instants due for archival on the active timeline."""
+    completed = [i.timestamp for i in ctx.timeline.completed()]
+    base = _index_base(ctx)
+    if base is None:
+        return False
+    wanted = plan_archive(completed, keep_min_commits, keep_max_commits, _archivable_before(ctx, completed), None)
+    return bool(wanted) and wanted[-1] > base
+
+
+def _archivable_before(ctx: TableContext, completed: List[str]) -> Optional[str]:
+    """Instants before this may be archived: the cleaner removed every file they made
+    unreadable (Hudi's readers would read a replaced file group again once the replacecommit
+    is archived). That is the cleaner's earliest retained instant once its clean finished;
+    without one, the latest instant if nothing older is unreadable."""
+    state = ctx.clean_state()
+    if state.get("earliest_retained"):
+        return state["earliest_retained"] if state.get("complete", True) else None
+    if completed and not unreadable_from(ctx.timeline.view(), completed[-1]):
+        return completed[-1]
+    return None
+
+
+def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
+    """Remove what archived instants (up to `through`) left on the active timeline: their
+    instant files, completed one last, and a claim or markers their writer left behind."""
+    if through is None:
+        return
+    for name in ctx.storage.list_names(HOODIE_DIR):
+        instant = parse_instant_file_name(name)
+        if instant is None or instant.timestamp > through or instant.state != COMPLETED:
+            continue
+        for state in (REQUESTED, INFLIGHT, COMPLETED):
+            ctx.storage.delete_file(posixpath.join(HOODIE_DIR, instant_file_name(instant.timestamp, instant.action, state)))
+        ctx.storage.delete_file(writer_path(instant.timestamp))
+        ctx.storage.delete_dir(markers_dir(instant.timestamp))
+
+
 def remove_zombie_files(ctx: TableContext) -> List[str]:
     """Delete base files that no completed instant wrote and no writer in flight may still
     commit: a task attempt that wrote after its driver reconciled (speculation on a cluster,
@@ -87,7 +199,7 @@ def validate(ctx: TableContext) -> List[str]:
         required |= {s.path for _, m in commits for s in m.write_stats}
     on_disk = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))
     problems = check_table(props.loads(ctx.storage.read_text(PROPERTIES_FILE)), commits, ctx.timeline.pending(),
-                           on_disk, required)
+                           on_disk, required, ctx.timeline.archived().files)
     view = ctx.timeline.view()
     # The index is checked against the snapshot, which cannot be read while a file of it is missing.
     readable = all(f.path in on_disk for f in view.latest_base_files())
@@ -99,6 +211,10 @@ def validate(ctx: TableContext) -> List[str]:
 def history(ctx: TableContext) -> List[dict]:
     """One summary per instant, oldest first: what a person wants to see of the timeline."""
     out = []
+    archived = ctx.timeline.archived()
+    if archived.through is not None:
+        out.append({"instant": archived.first, "action": "archived", "state": "ARCHIVED",
+                    "operation": f"{archived.count} instants to {archived.through}"})
     for i in ctx.timeline.instants():
         entry = {"instant": i.timestamp, "action": i.action, "state": i.state}
         if i.is_completed:

@@ -18,7 +18,8 @@ from . import maintenance
 from . import properties as props
 from . import update as updates
 from . import upsert as upserts
-from .cleaner import CleanPlan
+from .archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, java_archive_files
+from .cleaner import DEFAULT_RETAIN_COMMITS, CleanPlan
 from .commit import UPSERT, CommitMetadata
 from .context import TableContext, schema_mode
 from .environment import check_python_workers
@@ -96,7 +97,7 @@ class HudiTable:
             raise ConfigurationError(f"{storage.base_path} is not a Hudi table (no {PROPERTIES_FILE})")
         text = storage.read_text(PROPERTIES_FILE)
         config = props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))
-        archived = [n for n in storage.list_names(ARCHIVED_DIR) if n != ".DS_Store"]
+        archived = java_archive_files(storage.list_names(ARCHIVED_DIR))
         if archived:  # file groups those commits wrote would be missing from our view of the table
             raise ConfigurationError(
                 f"table {config.name}: Hudi's Java writer archived part of its timeline ({ARCHIVED_DIR}/{archived[0]}, "
@@ -280,9 +281,20 @@ class HudiTable:
         """Problems that make the table ill-formed (empty when it is well-formed)."""
         return maintenance.validate(self.context)
 
-    def clean(self, retain_commits: int = 10) -> CleanPlan:
+    def run_services(self, services: maintenance.TableServices = maintenance.TableServices()) -> None:
+        """The table services Hudi's writer runs inline after a commit: clean, then archive."""
+        maintenance.run_services(self.context, services)
+
+    def clean(self, retain_commits: int = DEFAULT_RETAIN_COMMITS) -> CleanPlan:
         """Delete file slices that no snapshot of the last `retain_commits` instants reads."""
         return maintenance.clean(self.context, retain_commits)
+
+    def archive(self, keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS,
+                keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS) -> List[str]:
+        """Once more than `keep_max_commits` completed instants are on the active timeline,
+        move the oldest to `.hoodie/archived/` until `keep_min_commits` are left; only what the
+        cleaner has finished with goes (see `archival`). Returns the archived instants."""
+        return maintenance.archive(self.context, keep_min_commits, keep_max_commits)
 
     def earliest_readable_instant(self) -> Optional[str]:
         """The oldest instant time travel can reach (None when the cleaner removed nothing)."""

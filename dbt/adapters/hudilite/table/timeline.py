@@ -2,7 +2,8 @@
 
 Completed instants are immutable, so their parsed metadata is cached per table object.
 State transitions are file creations; the completed file is the commit point and is
-published by atomic rename.
+published by atomic rename. Instants archived (`archival`) leave the active timeline; the
+view of the table starts from what they left readable.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
+from .archival import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
 from .instant import (
@@ -23,7 +25,7 @@ from .instant import (
     to_instant_time,
 )
 from .errors import CorruptTableError, TimelineError
-from .layout import HOODIE_DIR, TMP_DIR
+from .layout import ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
 from .storage import Storage
 
 _STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
@@ -34,17 +36,33 @@ class Timeline:
         self.storage = storage
         self._metadata_cache: Dict[str, CommitMetadata] = {}
 
+    def archived(self) -> ArchivedView:
+        """What archived instants left readable (empty before the first archival)."""
+        try:
+            return ArchivedView.from_json(self.storage.read_text(ARCHIVED_VIEW))
+        except FileNotFoundError:
+            return ArchivedView()
+
     def instants(self) -> List[Instant]:
-        """Every instant on the timeline, in its most advanced state, oldest first."""
+        """Every instant on the active timeline, in its most advanced state, oldest first."""
+        return self._active()[1]
+
+    def _active(self) -> Tuple[ArchivedView, List[Instant]]:
+        # Listed before the archived view is read: an archival in between only adds instants
+        # the view already covers, which are dropped, never loses one.
+        names = self.storage.list_names(HOODIE_DIR)
+        archived = self.archived()
         latest: Dict[str, Instant] = {}
-        for name in self.storage.list_names(HOODIE_DIR):
+        for name in names:
             instant = parse_instant_file_name(name)
             if instant is None or instant.action not in ACTIONS:
                 continue
+            if archived.through is not None and instant.timestamp <= archived.through:
+                continue  # archived; its files outlived an archival that died
             known = latest.get(instant.timestamp)
             if known is None or _STATE_RANK[instant.state] > _STATE_RANK[known.state]:
                 latest[instant.timestamp] = instant
-        return sorted(latest.values(), key=lambda i: i.timestamp)
+        return archived, sorted(latest.values(), key=lambda i: i.timestamp)
 
     def completed(self) -> List[Instant]:
         return [i for i in self.instants() if i.is_completed]
@@ -75,17 +93,40 @@ class Timeline:
         return cached
 
     def commits(self, as_of: Optional[str] = None) -> List[Tuple[Instant, CommitMetadata]]:
-        return [(i, self.metadata(i)) for i in self.completed() if as_of is None or i.timestamp <= as_of]
+        """The active completed instants up to `as_of`, with their metadata."""
+        return self._state(as_of)[1]
+
+    def _state(self, as_of: Optional[str]) -> Tuple[ArchivedView, List[Tuple[Instant, CommitMetadata]]]:
+        """The archived view and the active commits after it, read consistently: an instant
+        archived between the listing and the read of its file makes us read again."""
+        for _ in range(10):
+            archived, instants = self._active()
+            try:
+                return archived, [(i, self.metadata(i)) for i in instants
+                                  if i.is_completed and (as_of is None or i.timestamp <= as_of)]
+            except FileNotFoundError:
+                continue
+        raise TimelineError(f"table at {self.storage.base_path}: the timeline kept changing under the reader")
 
     def view(self, as_of: Optional[str] = None) -> FileSystemView:
-        return FileSystemView(self.commits(as_of), as_of)
+        archived, commits = self._state(as_of)
+        if as_of is not None and archived.through is not None and as_of < archived.through:
+            raise self.archived_error(as_of, archived)
+        return FileSystemView(commits, as_of, archived.files)
+
+    def archived_error(self, wanted: str, archived: ArchivedView) -> TimelineError:
+        return TimelineError(f"table at {self.storage.base_path}: {wanted} lies in the archived part of the timeline "
+                             f"({archived.describe()}); time travel reaches back to the first active instant")
 
     def resolve(self, as_of) -> str:
         """The latest completed instant at or before `as_of` (an instant or a timestamp)."""
         wanted = to_instant_time(as_of)
-        done = [i.timestamp for i in self.completed()]
+        archived, instants = self._active()
+        done = [i.timestamp for i in instants if i.is_completed]
         at_or_before = [t for t in done if t <= wanted]
         if not at_or_before:
+            if archived.through is not None:
+                raise self.archived_error(wanted, archived)
             first = done[0] if done else "none"
             raise TimelineError(f"no completed instant at or before {as_of} (first completed instant: {first})")
         return at_or_before[-1]

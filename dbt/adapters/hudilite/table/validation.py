@@ -10,7 +10,7 @@ import posixpath
 from typing import Dict, Iterable, List, Set, Tuple
 
 from .commit import CommitMetadata
-from .file_group import parse_base_file_name
+from .file_group import BaseFile, parse_base_file_name
 from .instant import Instant
 from .layout import PARTITION_METADATA, is_hoodie_path
 
@@ -18,11 +18,13 @@ REQUIRED_PROPERTIES = ("hoodie.table.name", "hoodie.table.type", "hoodie.table.v
 
 
 def check_table(properties: Dict[str, str], commits: List[Tuple[Instant, CommitMetadata]],
-                pending: List[Instant], files_on_disk: Dict[str, int], required: Set[str]) -> List[str]:
+                pending: List[Instant], files_on_disk: Dict[str, int], required: Set[str],
+                archived: Iterable[BaseFile] = ()) -> List[str]:
     """Problems found, one sentence each; empty when the table is well-formed.
 
     `files_on_disk` maps each file outside `.hoodie/` (relative path) to its size; `required`
-    holds the files some readable snapshot reads (all committed files until a clean)."""
+    holds the files some readable snapshot reads (all committed files until a clean);
+    `archived` the slices archived instants left readable."""
     problems: List[str] = []
     for key in REQUIRED_PROPERTIES:
         if key not in properties:
@@ -33,8 +35,8 @@ def check_table(properties: Dict[str, str], commits: List[Tuple[Instant, CommitM
         problems.append(f"instant {instant.timestamp} ({instant.action}) is {instant.state.lower()}: a write did not "
                         "finish; the next write rolls it back")
 
-    committed: Dict[str, Tuple[str, int]] = {}  # path -> (instant, size)
-    known_groups = set()
+    committed: Dict[str, Tuple[str, int]] = {f.path: (f.instant, f.size) for f in archived}  # path -> (instant, size)
+    known_groups = {(f.partition, f.file_id) for f in archived}
     for instant, metadata in commits:
         for stat in metadata.write_stats:
             name = parse_base_file_name(stat.path)

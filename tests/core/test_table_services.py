@@ -1,0 +1,171 @@
+"""Table services that keep a long-lived table fast: timeline archival (with the cleaner it
+waits for). Each test checks the timeline, the files on disk, the rows, and hudi-rs."""
+
+import json
+import os
+
+import pytest
+
+from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, TableServices, TimelineError
+from dbt.adapters.hudilite.table import faults
+from dbt.adapters.hudilite.table.file_sizing import FileSizing
+from dbt.adapters.hudilite.table.layout import ARCHIVED_DIR, ARCHIVED_VIEW
+from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow
+from tests.core.test_concurrency import while_writing
+
+SMALL = TableServices(retain_commits=2, keep_min_commits=3, keep_max_commits=5)
+
+
+def customers(spark, rows):
+    return spark.createDataFrame(rows, "id int, name string, region string")
+
+
+def active_completed(table):
+    return [i.timestamp for i in table.timeline() if i.is_completed]
+
+
+def rows(table, as_of=None):
+    return sorted((r.id, r.name, r.region) for r in table.read(as_of).collect())
+
+
+def keyed_history(spark, tmp_path, writes=12, services=SMALL):
+    """A keyed, partitioned table through upserts, deletes and an overwrite, with the services
+    run after each write as dbt runs them; returns the table, the instants and the expected rows."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="region", record_key="id")
+    expected, instants = {}, []
+    for n in range(writes):
+        if n == 6:  # a replacecommit: region eu is rewritten
+            batch = [(100 + n, f"eu{n}", "eu")]
+            instants.append(table.insert_overwrite(customers(spark, batch)))
+            expected = {k: v for k, v in expected.items() if v[1] != "eu"}
+        else:
+            batch = [(n, f"new{n}", "eu" if n % 2 else "us"), (n - 1, f"upd{n}", "us")] if n else [(0, "a", "us")]
+            instants.append(table.upsert(customers(spark, batch)))
+        for r in batch:
+            expected[r[0]] = (r[1], r[2])
+        table.run_services(services)
+        assert len(active_completed(table)) <= services.keep_max_commits
+    return table, instants, sorted((k, *v) for k, v in expected.items())
+
+
+def test_archival_keeps_the_active_timeline_short_and_the_table_unchanged(spark, tmp_path):
+    table, instants, expected = keyed_history(spark, tmp_path)
+    active = active_completed(table)
+    assert 3 <= len(active) <= 5 and active == instants[-len(active):]
+    archived = table.context.timeline.archived()
+    assert (archived.first, archived.through, archived.count) == (instants[0], instants[-len(active) - 1], 12 - len(active))
+    # Nothing of the archived instants is left on the active timeline; their files went to the archive.
+    hoodie = os.listdir(os.path.join(table.path, ".hoodie"))
+    assert not [n for n in hoodie if n[:17] <= archived.through and n[:1].isdigit()]
+    archive_files = sorted(os.listdir(os.path.join(table.path, ARCHIVED_DIR)))
+    kept = [i["instant"] for f in archive_files
+            for i in json.load(open(os.path.join(table.path, ARCHIVED_DIR, f)))["instants"]]
+    assert kept == instants[: archived.count] and all(f.startswith("hudilite_") for f in archive_files)
+
+    # The table reads as before, through us and hudi-rs; the index and the files agree.
+    assert rows(table) == expected
+    assert rows(HudiTable.open(spark, table.path)) == expected
+    assert rows_of_arrow(hudi_rs_snapshot(table.path), ["id", "name", "region"]) == expected
+    assert_hudi_rs_agrees(table)
+    assert table.validate() == []
+    assert table.history()[0]["action"] == "archived"
+
+    # Time travel reaches the retained instants; an archived one is refused, naming the range.
+    assert rows(table, as_of=table.earliest_readable_instant())
+    with pytest.raises(TimelineError, match=f"archived part of the timeline .*{archived.count} instants from "
+                                            f"{instants[0]} to {archived.through}"):
+        table.read(as_of=instants[1])
+    # A changes read may start inside the archived range: what changed since is in live slices.
+    since = instants[3]
+    changed = {r.id for r in table.read_changes(since).collect()}
+    assert changed == {r[0] for r in expected if r[0] >= 3 or r[0] == 100 + 6}
+
+
+def test_writes_after_archival_build_on_the_archived_view(spark, tmp_path):
+    table, instants, expected = keyed_history(spark, tmp_path)
+    # An upsert of a key last written by an archived instant, an overwrite of a partition whose
+    # file groups archived instants wrote, and an insert that tops up an archived slice.
+    table.upsert(customers(spark, [(0, "again", "us")]))
+    table.insert_overwrite(customers(spark, [(200, "eu-new", "eu")]))
+    want = {r[0]: r[1:] for r in expected if r[2] != "eu"}
+    want.update({0: ("again", "us"), 200: ("eu-new", "eu")})
+    assert rows(table) == sorted((k, *v) for k, v in want.items())
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
+def test_archival_waits_for_the_cleaner_and_for_writers_in_flight(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
+    for n in range(8):  # every upsert rewrites the one file group: older slices wait for the cleaner
+        table.upsert(customers(spark, [(1, f"v{n}", "us")]))
+    assert table.archive(3, 5) == [] and len(active_completed(table)) == 8
+
+    other = HudiTable.open(spark, table.path)
+    table.clean(retain_commits=2)
+    archived_meanwhile = while_writing(table, lambda: other.archive(3, 5))
+    table.upsert(customers(spark, [(1, "v8", "us")]))
+    assert archived_meanwhile == [[]]  # a writer was in flight: its conflict check needs the recent instants
+    assert len(table.archive(3, 5)) > 0 and len(active_completed(table)) == 3
+    assert rows(table) == [(1, "v8", "us")]
+    assert_hudi_rs_agrees(table)
+
+
+def test_a_replaced_file_group_is_never_archived_while_its_files_remain(spark, tmp_path):
+    """Archiving the replacecommit before the cleaner removed the replaced files would make
+    Hudi's readers read them again (they only know replacements from the active timeline)."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="region")
+    table.file_sizing = FileSizing(small_file_limit=0)
+    table.insert(customers(spark, [(1, "a", "eu")]))
+    table.insert_overwrite(customers(spark, [(2, "b", "eu")]))
+    for n in range(6):
+        table.insert(customers(spark, [(10 + n, "c", "us")]))
+    assert table.archive(3, 5) == []
+    table.clean(retain_commits=2)
+    assert table.archive(3, 5)
+    assert sorted(r.id for r in table.read().collect()) == [2] + list(range(10, 16))
+    assert sorted(r["id"] for r in hudi_rs_snapshot(table.path).to_pylist()) == [2] + list(range(10, 16))
+
+
+def test_an_append_only_table_is_archived_without_a_clean(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    table.file_sizing = FileSizing(small_file_limit=0)  # every append a new file group: nothing to clean
+    for n in range(7):
+        table.insert(customers(spark, [(n, "x", "us")]))
+    assert len(table.archive(3, 5)) == 4
+    assert sorted(r.id for r in table.read().collect()) == list(range(7))
+    assert table.validate() == []  # the archived instants' files are committed, not stray
+    assert_hudi_rs_agrees(table)
+
+
+def test_an_archival_that_dies_is_finished_by_the_next(spark, tmp_path, monkeypatch):
+    table, instants, expected = keyed_history(spark, tmp_path, writes=5, services=TableServices(2, 3, 10))
+    assert table.context.timeline.archived().through is None
+
+    def die(phase):
+        if phase == "archive":
+            raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(faults, "reach", die)
+    with pytest.raises(KeyboardInterrupt):
+        HudiTable.open(spark, table.path).archive(2, 4)
+    monkeypatch.undo()
+    # The archived view is written, the instant files are still there: readers skip them.
+    through = table.context.timeline.archived().through
+    assert through == instants[2]
+    assert any(n.startswith(instants[0]) for n in os.listdir(os.path.join(table.path, ".hoodie")))
+    assert active_completed(table) == instants[3:] and rows(table) == expected
+    table.upsert(customers(spark, [(50, "after", "us")]))
+    assert table.archive(2, 4) == []  # nothing more is due, but the leftovers go
+    assert not any(n[:17] <= through for n in os.listdir(os.path.join(table.path, ".hoodie")) if n[:1].isdigit())
+    assert rows(table) == sorted(expected + [(50, "after", "us")])
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
+def test_keep_limits_must_leave_the_cleaners_instants_active(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t")
+    with pytest.raises(ConfigurationError, match=r"keep_min_commits \(10\) must be greater than retain_commits \(10\)"):
+        table.run_services(TableServices(retain_commits=10, keep_min_commits=10, keep_max_commits=12))
+    with pytest.raises(ConfigurationError, match="1 <= keep_min_commits < keep_max_commits"):
+        table.archive(5, 5)
+    assert not os.path.exists(os.path.join(table.path, ARCHIVED_VIEW))
