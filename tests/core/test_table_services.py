@@ -169,3 +169,23 @@ def test_keep_limits_must_leave_the_cleaners_instants_active(spark, tmp_path):
     with pytest.raises(ConfigurationError, match="1 <= keep_min_commits < keep_max_commits"):
         table.archive(5, 5)
     assert not os.path.exists(os.path.join(table.path, ARCHIVED_VIEW))
+
+
+def test_the_cli_shows_the_archived_range_and_the_tables_health(spark, tmp_path, capsys):
+    from dbt.adapters.hudilite import cli
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="region")
+    table.file_sizing = FileSizing(small_file_limit=0)
+    for n in range(7):
+        table.insert(customers(spark, [(n, "x", "us" if n % 2 else "eu")]))
+    assert cli.main(["archive", table.path, "--keep-min", "3", "--keep-max", "5"]) == 0
+    assert "archived 4 instants" in capsys.readouterr().out
+    assert cli.main(["timeline", table.path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "archived" in lines[1] and "4 instants to" in lines[1] and len(lines) == 2 + 3
+    assert cli.main(["stats", table.path, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert (stats["rows"], stats["files"], stats["active_instants"], stats["archived_instants"]) == (7, 7, 3, 4)
+    assert stats["partitions"]["region=us"]["files"] == 3 and stats["file_sizes"]["<1 MB"] == 7
+    assert cli.main(["stats", table.path]) == 0
+    assert "3 active instants (0 pending), 4 archived" in capsys.readouterr().out

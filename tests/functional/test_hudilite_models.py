@@ -331,6 +331,9 @@ CLEANED_MODELS = {
     "recent_pages.sql": "{{ config(materialized='view') }}\nselect * from {{ ref('page_views') }} where views > 0",
     "page_report.sql": "{{ config(materialized='table') }}\n"
                        "select count(*) as pages, max(run) as run from {{ ref('recent_pages') }}",
+    "hourly_views.sql": "{{ config(materialized='incremental', partition_by='day', retain_commits=2, "
+                        "keep_min_commits=3, keep_max_commits=4) }}\n"
+                        "select day, page, {{ var('run', 1) }} as run from {{ ref('raw_events') }}",
 }
 
 
@@ -354,6 +357,26 @@ class TestCleanerAndAFreshProcess(HudiliteProject):
         with pytest.raises(TimelineError, match="was cleaned"):
             table.read(as_of=instants[0])
         assert self.rows(project, "page_views", "distinct run") == [(4,)]
+        assert_hudi_rs_agrees(table)
+
+    def test_every_build_archives_the_timeline_past_keep_max_commits(self, project, spark):
+        run_dbt(["seed"])
+        per_run = len(self.rows(project, "raw_events", "page"))
+        for run in range(1, 8):
+            run_dbt(["run", "--select", "hourly_views", "--vars", f"{{run: {run}}}"])
+            table = self.table(project, spark, "hourly_views")
+            assert len(table.timeline()) <= 4
+        archived = table.context.timeline.archived()
+        assert archived.count == 7 - len(table.timeline()) and archived.count >= 3
+        assert os.listdir(os.path.join(table.path, ".hoodie", "archived"))
+        counts = project.run_sql(f"select run, count(*) from {project.test_schema}.hourly_views group by run", fetch="all")
+        assert sorted(tuple(r) for r in counts) == [(r, per_run) for r in range(1, 8)]
+        # Small-file handling: seven runs, and each day partition still has the file groups of the first.
+        first_run = {}
+        for f in table.latest_base_files():
+            first_run[f.partition] = first_run.get(f.partition, 0) + 1
+        assert max(first_run.values()) <= 2, first_run
+        assert table.validate() == []
         assert_hudi_rs_agrees(table)
 
     def test_a_fresh_process_resolves_tables_and_views_without_rebuilding_them(self, project, spark):

@@ -1,8 +1,10 @@
 """`hudilite`: look at and look after hudilite tables from the shell.
 
-    hudilite timeline PATH            instants, operations, rows and files written
+    hudilite timeline PATH [--json]   instants, operations, rows and files written; the archived range
+    hudilite stats PATH [--json]      files per partition, file sizes, active/archived instants, index size
     hudilite show PATH [--as-of T]    row count and the first rows of a snapshot
     hudilite clean PATH --retain N    delete file slices older than the last N instants
+    hudilite archive PATH             move old instants to .hoodie/archived/ (--keep-min, --keep-max)
     hudilite tables ROOT              every table under a location_root: rows and timeline
     hudilite validate PATH            check the table is well-formed; exit 1 with a report if not
 """
@@ -10,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import List, Optional
 
@@ -25,11 +28,34 @@ def format_timeline(history: List[dict]) -> str:
     return "\n".join(lines)
 
 
+def format_stats(stats: dict) -> str:
+    lines = [f"{stats['table']}: {stats['rows']} rows in {stats['files']} files, {stats['bytes']} bytes",
+             f"timeline: {stats['active_instants']} active instants ({stats['pending_instants']} pending), "
+             f"{stats['archived_instants']} archived" + (f" up to {stats['archived_through']}" if stats['archived_through'] else "")
+             + f"; earliest readable instant: {stats['earliest_readable_instant'] or 'the first'}",
+             f"record index: {stats['index_bytes']} bytes",
+             "file sizes: " + ", ".join(f"{k}: {v}" for k, v in stats["file_sizes"].items()),
+             f"{'partition':<40}{'files':>7}{'rows':>12}{'bytes':>14}"]
+    for partition, p in stats["partitions"].items():
+        lines.append(f"{partition or '<table root>':<40}{p['files']:>7}{p['rows']:>12}{p['bytes']:>14}")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    from .table.archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS
+
     parser = argparse.ArgumentParser(prog="hudilite", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("timeline", help="show a table's timeline")
     p.add_argument("path")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("stats", help="files, sizes, timeline length and index size of a table")
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("archive", help="move old instants off the active timeline")
+    p.add_argument("path")
+    p.add_argument("--keep-min", type=int, default=DEFAULT_KEEP_MIN_COMMITS)
+    p.add_argument("--keep-max", type=int, default=DEFAULT_KEEP_MAX_COMMITS)
     p = sub.add_parser("show", help="show a snapshot")
     p.add_argument("path")
     p.add_argument("--as-of", default=None)
@@ -46,7 +72,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .session import spark_session
     from .table import HudiTable
 
-    if args.command == "timeline":  # the timeline alone: no Spark needed
+    if args.command in ("timeline", "stats", "archive"):  # the timeline alone: no Spark needed
         spark = None
     else:
         spark = spark_session(conf={"spark.master": "local[2]"})
@@ -64,7 +90,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     table = HudiTable.open(spark, args.path)
     if args.command == "timeline":
-        print(format_timeline(table.history()))
+        print(json.dumps(table.history(), indent=1) if args.json else format_timeline(table.history()))
+    elif args.command == "stats":
+        print(json.dumps(table.stats(), indent=1) if args.json else format_stats(table.stats()))
+    elif args.command == "archive":
+        archived = table.archive(args.keep_min, args.keep_max)
+        print(f"archived {len(archived)} instants" + (f" ({archived[0]} to {archived[-1]})" if archived else "")
+              + f"; {len(table.timeline())} active")
     elif args.command == "show":
         df = table.read(as_of=args.as_of)
         print(f"{table.name}: {df.count()} rows")

@@ -225,3 +225,35 @@ def history(ctx: TableContext) -> List[dict]:
             )
         out.append(entry)
     return out
+
+
+SIZE_BUCKETS_MB = (1, 8, 32, 64, 100, 120)  # the histogram's upper bounds; the last bucket is open
+
+
+def stats(ctx: TableContext) -> dict:
+    """What a table owner checks to see a table stays healthy: files per partition, their
+    sizes, the timeline's length, active and archived, and the index's size on storage."""
+    files = ctx.timeline.view().latest_base_files()
+    per_partition: dict = {}
+    for f in files:
+        entry = per_partition.setdefault(f.partition, {"files": 0, "rows": 0, "bytes": 0})
+        entry["files"] += 1
+        entry["rows"] += f.num_records
+        entry["bytes"] += f.size
+    labels = [f"<{b} MB" for b in SIZE_BUCKETS_MB] + [f">={SIZE_BUCKETS_MB[-1]} MB"]
+    histogram = dict.fromkeys(labels, 0)
+    for f in files:
+        bucket = next((i for i, b in enumerate(SIZE_BUCKETS_MB) if f.size < b * 1024 * 1024), len(SIZE_BUCKETS_MB))
+        histogram[labels[bucket]] += 1
+    archived = ctx.timeline.archived()
+    instants = ctx.timeline.instants()
+    index_root = ctx.index.ROOT
+    index_bytes = sum(size for _, size in ctx.storage.list_files_with_sizes(index_root)) if ctx.index.is_built() else 0
+    return {
+        "table": ctx.name, "rows": sum(f.num_records for f in files), "files": len(files),
+        "bytes": sum(f.size for f in files), "partitions": dict(sorted(per_partition.items())),
+        "file_sizes": histogram,
+        "active_instants": len(instants), "pending_instants": sum(not i.is_completed for i in instants),
+        "archived_instants": archived.count, "archived_through": archived.through,
+        "earliest_readable_instant": ctx.earliest_retained(), "index_bytes": index_bytes,
+    }

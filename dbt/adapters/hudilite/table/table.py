@@ -296,6 +296,10 @@ class HudiTable:
         cleaner has finished with goes (see `archival`). Returns the archived instants."""
         return maintenance.archive(self.context, keep_min_commits, keep_max_commits)
 
+    def stats(self) -> dict:
+        """Files per partition, a file-size histogram, active and archived instants, index size."""
+        return maintenance.stats(self.context)
+
     def earliest_readable_instant(self) -> Optional[str]:
         """The oldest instant time travel can reach (None when the cleaner removed nothing)."""
         return self.context.earliest_retained()
