@@ -1,5 +1,6 @@
 """Table services that keep a long-lived table fast: timeline archival (with the cleaner it
-waits for). Each test checks the timeline, the files on disk, the rows, and hudi-rs."""
+waits for) and clustering. Each test checks the timeline, the files on disk, the rows, and
+hudi-rs."""
 
 import json
 import os
@@ -189,3 +190,81 @@ def test_the_cli_shows_the_archived_range_and_the_tables_health(spark, tmp_path,
     assert stats["partitions"]["region=us"]["files"] == 3 and stats["file_sizes"]["<1 MB"] == 7
     assert cli.main(["stats", table.path]) == 0
     assert "3 active instants (0 pending), 4 archived" in capsys.readouterr().out
+
+
+def scattered(spark, tmp_path, auto_keys=False, appends=4):
+    """A table whose partitions each hold one small file group per append (top-ups off)."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="region",
+                             record_key=None if auto_keys else "id")
+    table.file_sizing = FileSizing(small_file_limit=0)
+    instants = []
+    for n in range(appends):
+        batch = [(n * 10 + i, f"n{(7 * n + i) % 10}", "eu" if i % 2 else "us") for i in range(6)]
+        instants.append(table.insert(customers(spark, batch)))
+    table.file_sizing = FileSizing()
+    return table, instants
+
+
+def test_clustering_rewrites_small_file_groups_into_one_sorted_file_per_partition(spark, tmp_path):
+    table, instants = scattered(spark, tmp_path)
+    before = table.read().collect()
+    assert len(table.latest_base_files()) == 8
+    instant = table.cluster(cluster_by=["name"])
+    metadata = table.commit_metadata(instant)
+    assert [i.action for i in table.timeline()][-1] == "replacecommit" and metadata.operation == "CLUSTER"
+    assert {p: sorted(ids) for p, ids in metadata.replaced_file_ids.items()} == {
+        p: sorted(ids) for p, ids in table.context.timeline.view(instants[-1]).live_file_ids().items()}
+    files = table.latest_base_files()
+    assert len(files) == 2 and all(f.instant == instant for f in files)
+    # The rows are the same, meta columns and all, but for the file name; within a file they are sorted.
+    def by_key(rows):
+        return sorted((r.asDict() for r in rows), key=lambda r: r["id"])
+    after = table.read().collect()
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in by_key(rs)]
+    assert strip(after) == strip(before)
+    for f in files:
+        names = [r.name for r in table.spark.read.parquet(os.path.join(table.path, f.path)).collect()]
+        assert names == sorted(names)
+    # No row changed: a changes read across the clustering sees nothing new.
+    assert table.read_changes(instants[-1]).count() == 0
+    # Time travel to before it reads the old file groups until the cleaner removes them.
+    assert len(table.latest_base_files(instants[-1])) == 8 and table.read(as_of=instants[-1]).count() == 24
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+    assert table.cluster() is None  # one file group per partition: nothing to do
+
+
+def test_an_auto_keyed_table_is_clustered_and_its_key_runs_stay_right(spark, tmp_path):
+    table, instants = scattered(spark, tmp_path, auto_keys=True)
+    keys = sorted(r._hoodie_record_key for r in table.read().collect())
+    table.cluster()
+    assert sorted(r._hoodie_record_key for r in table.read().collect()) == keys
+    assert table.validate() == []  # the key-run index agrees with the snapshot
+    table.delete(table.spark.createDataFrame([(keys[0],)], "_hoodie_record_key string"))
+    assert table.read().count() == 23
+    assert_hudi_rs_agrees(table)
+
+
+def test_clustering_gives_way_to_a_concurrent_upsert_of_its_file_groups(spark, tmp_path):
+    from dbt.adapters.hudilite.table import ConcurrentWriteError
+
+    table, instants = scattered(spark, tmp_path)
+    other = HudiTable.open(spark, table.path)
+    while_writing(table, lambda: other.upsert(customers(spark, [(0, "changed", "us")])))
+    with pytest.raises(ConcurrentWriteError):
+        table.cluster()
+    assert [r.name for r in table.read().where("id = 0").collect()] == ["changed"]
+    assert len(table.latest_base_files()) == 8 and table.validate() == []
+
+
+def test_services_cluster_every_n_commits(spark, tmp_path):
+    table, instants = scattered(spark, tmp_path)
+    services = TableServices(retain_commits=5, keep_min_commits=6, keep_max_commits=8, cluster_every=3)
+    table.run_services(services)  # four commits since the start: due
+    clustered = [i for i, m in table.context.timeline.commits() if m.operation == "CLUSTER"]
+    assert len(clustered) == 1 and len(table.latest_base_files()) == 2
+    table.file_sizing = FileSizing(small_file_limit=0)
+    table.insert(customers(spark, [(100, "z", "us")]))
+    table.run_services(services)  # one commit since: not due
+    assert len([i for i, m in table.context.timeline.commits() if m.operation == "CLUSTER"]) == 1
+    assert table.read().count() == 25

@@ -234,3 +234,12 @@ def test_names_that_would_leave_their_folder_are_refused_before_any_path_is_buil
         catalog.table_path(schema, name)
     assert (root / "s" / "keep").is_dir() and (tmp_path / "outside").is_dir()
     assert catalog.table_path("s", "t") == f"{root}/s/t"
+
+
+def test_a_model_retaining_more_than_archival_keeps_gets_room_above_it():
+    c = m.ModelConfig.from_node({"name": "t", "config": {"retain_commits": 25}})
+    assert (c.services.keep_min_commits, c.services.keep_max_commits) == (35, 45)
+    c = m.ModelConfig.from_node({"name": "t", "config": {"retain_commits": 25, "keep_max_commits": 60}})
+    assert (c.services.keep_min_commits, c.services.keep_max_commits) == (35, 60)
+    c = m.ModelConfig.from_node({"name": "t", "config": {"cluster_every": "4", "cluster_by": "day"}})
+    assert (c.services.cluster_every, c.services.cluster_by) == (4, ("day",))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from dbt.adapters.base import available
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
@@ -26,6 +27,8 @@ from .relation import HudiliteRelation
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
 from .table.properties import PARQUET_ENCODINGS
 
+logger = AdapterLogger("hudilite")
+
 
 @dataclass
 class HudiliteConfig(SparkConfig):
@@ -33,6 +36,8 @@ class HudiliteConfig(SparkConfig):
     retain_commits: Optional[int] = None
     keep_min_commits: Optional[int] = None
     keep_max_commits: Optional[int] = None
+    cluster_every: Optional[int] = None
+    cluster_by: Optional[List[str]] = None
     small_file_limit: Optional[int] = None
     max_file_size: Optional[int] = None
     write_retries: Optional[int] = None
@@ -204,8 +209,12 @@ class HudiliteAdapter(SparkAdapter):
         catalog.register(schema, name, table)
         if instant is None:
             return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
-        table.run_services(plan.services)
         metadata = table.commit_metadata(instant)
+        try:
+            table.run_services(plan.services)
+        except Exception as err:  # noqa: BLE001 - the build is committed; the next one runs them again
+            logger.warning(f"model '{config.name}': table services after the commit failed, the next build runs them "
+                           f"again: {err}")
         return {
             "message": f"{metadata.operation} {metadata.num_writes} rows at {instant}",
             "code": metadata.operation,

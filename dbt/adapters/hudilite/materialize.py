@@ -7,7 +7,7 @@ carries the plan out with the table-format core.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .table import ConfigurationError, FileSizing, TableServices, quote
@@ -43,8 +43,10 @@ def _ints(config: Dict[str, Any], settings, model: str) -> Dict[str, int]:
     """The model configs named as the fields of a settings dataclass, as ints; unset ones keep
     the dataclass's defaults."""
     out = {}
-    for name in settings.__dataclass_fields__:
+    for name, spec in settings.__dataclass_fields__.items():
         value = config.get(name)
+        if spec.type not in (int, "int"):
+            continue
         if value is not None and value != "":
             try:
                 out[name] = int(value)
@@ -63,7 +65,7 @@ class ModelConfig:
     unique_key: List[str] = field(default_factory=list)
     precombine_field: Optional[str] = None
     on_schema_change: str = "ignore"
-    services: TableServices = TableServices()  # retain_commits, keep_min_commits, keep_max_commits
+    services: TableServices = TableServices()  # retain_commits, keep_min/max_commits, cluster_every/by
     file_sizing: FileSizing = FileSizing()  # small_file_limit, max_file_size (bytes)
     merge_update_columns: Optional[List[str]] = None
     merge_exclude_columns: List[str] = field(default_factory=list)
@@ -76,6 +78,13 @@ class ModelConfig:
         config = model.get("config", {}) or {}
         unique_key = list(dict.fromkeys(_as_list(config.get("unique_key"))))  # ['a', 'a'] is 'a'
         name = model.get("name") or model.get("alias") or "?"
+        services = TableServices(**_ints(config, TableServices, name), cluster_by=tuple(_as_list(config.get("cluster_by"))))
+        if config.get("keep_min_commits") in (None, "") and services.keep_min_commits <= services.retain_commits:
+            # A model that retains more than archival keeps by default: archival keeps ten more.
+            keep_min = services.retain_commits + 10
+            keep_max = max(services.keep_max_commits, keep_min + 10) if config.get("keep_max_commits") in (None, "") \
+                else services.keep_max_commits
+            services = replace(services, keep_min_commits=keep_min, keep_max_commits=keep_max)
         return cls(
             name=name,
             materialized=config.get("materialized") or "table",
@@ -84,7 +93,7 @@ class ModelConfig:
             unique_key=unique_key,
             precombine_field=config.get("precombine_field"),
             on_schema_change=(config.get("on_schema_change") or "ignore").lower(),
-            services=TableServices(**_ints(config, TableServices, name)),
+            services=services,
             file_sizing=FileSizing(**_ints(config, FileSizing, name)),
             merge_update_columns=_as_list(config.get("merge_update_columns")) or None,
             merge_exclude_columns=_as_list(config.get("merge_exclude_columns")),

@@ -8,9 +8,10 @@ timeline, the files and the index against each other.
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from . import faults
 from . import properties as props
@@ -22,6 +23,8 @@ from .archival import (
     check_keep,
     plan_archive,
 )
+from .clustering import cluster
+from .commit import CLUSTER
 from .cleaner import DEFAULT_RETAIN_COMMITS, CleanPlan, plan_clean, unreadable_from
 from .errors import ConcurrentWriteError, ConfigurationError
 from .context import TableContext
@@ -30,6 +33,8 @@ from .instant import COMPLETED, INFLIGHT, REQUESTED, instant_file_name, parse_in
 from .layout import ARCHIVED_VIEW, CLEAN_STATE, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
 from .lock import TableLock
 from .transaction import first_write_in_flight, open_claims, rolled_back_claims
+
+logger = logging.getLogger(__name__)
 from .validation import check_table, files_outside_hoodie
 
 
@@ -43,8 +48,11 @@ def clean(ctx: TableContext, retain_commits: int) -> CleanPlan:
         state = ctx.clean_state()
         earliest = state.get("earliest_retained")
         unfinished = unreadable_from(view, earliest) if earliest and not state.get("complete", True) else []
-        completed = [i.timestamp for i in ctx.timeline.completed()]
-        plan = plan_clean(view, completed, retain_commits, earliest)
+        completed, in_flight = first_write_in_flight(ctx.storage, ctx.timeline)
+        # As Hudi: nothing at or after a write in flight counts, so a write that publishes
+        # later into the retained range (a "hollow" commit) still has its replaced files cleaned.
+        settled = [t for t in completed if in_flight is None or t < in_flight]
+        plan = plan_clean(view, settled, retain_commits, earliest)
         doomed = unfinished + plan.files_to_delete
         if doomed:
             _record_clean(ctx, plan.earliest_retained, complete=False)  # from here on, older instants are unreadable
@@ -75,11 +83,15 @@ class TableServices:
     retain_commits: int = DEFAULT_RETAIN_COMMITS  # the cleaner keeps the last N instants readable
     keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS  # archival: instants left on the active timeline
     keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS  # ... once more than this many are there
+    cluster_every: int = 0  # clustering after every N commits (0: never inline)
+    cluster_by: Tuple[str, ...] = ()  # the columns clustering sorts each partition's rows by
 
     def check(self) -> None:
         if self.retain_commits < 1:
             raise ConfigurationError("retain_commits must be at least 1")
         check_keep(self.keep_min_commits, self.keep_max_commits)
+        if self.cluster_every < 0:
+            raise ConfigurationError("cluster_every must be 0 (no inline clustering) or more")
         if self.keep_min_commits <= self.retain_commits:  # as Hudi requires: archival waits for the cleaner
             raise ConfigurationError(f"keep_min_commits ({self.keep_min_commits}) must be greater than retain_commits "
                                      f"({self.retain_commits}): instants the cleaner retains stay on the active timeline")
@@ -87,8 +99,23 @@ class TableServices:
 
 def run_services(ctx: TableContext, services: TableServices) -> None:
     services.check()
+    if services.cluster_every and clustering_due(ctx, services.cluster_every):
+        try:
+            cluster(ctx, services.cluster_by)
+        except ConcurrentWriteError as err:  # a write to the same file groups won; the next run clusters
+            logger.warning("table %s: clustering gave way to a concurrent write: %s", ctx.name, err)
     clean(ctx, services.retain_commits)
     archive(ctx, services.keep_min_commits, services.keep_max_commits)
+
+
+def clustering_due(ctx: TableContext, every: int) -> bool:
+    """Whether `every` commits completed since the last clustering on the active timeline."""
+    since = 0
+    for instant, metadata in reversed(ctx.timeline.commits()):
+        if metadata.operation == CLUSTER:
+            break
+        since += 1
+    return since >= every
 
 
 def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> List[str]:
@@ -112,8 +139,9 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
             return []
         chosen = plan_archive(completed, keep_min_commits, keep_max_commits, _archivable_before(ctx, completed),
                               _index_base(ctx))
-        if not chosen:
+        if not chosen or _left_behind(ctx, chosen[-1]):
             return []
+        remove_zombie_files(ctx)  # a late task's file of an instant about to be archived would count as committed
         commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
         texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
         ctx.storage.write_atomic(archive_file_path(chosen[0], chosen[-1]), archive_file_body(texts), TMP_DIR)
@@ -121,6 +149,12 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
         faults.reach("archive")
         _delete_instant_files(ctx, chosen[-1])
     return chosen
+
+
+def _left_behind(ctx: TableContext, through: str) -> bool:
+    """Whether a file no snapshot after `through` reads is still on storage: once the instants
+    that made it unreadable are archived, Hudi's readers would read it again."""
+    return any(ctx.storage.exists(f.path) for f in unreadable_from(ctx.timeline.view(), through))
 
 
 def _index_base(ctx: TableContext) -> Optional[str]:
@@ -156,14 +190,13 @@ def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
     instant files, completed one last, and a claim or markers their writer left behind."""
     if through is None:
         return
-    for name in ctx.storage.list_names(HOODIE_DIR):
-        instant = parse_instant_file_name(name)
-        if instant is None or instant.timestamp > through or instant.state != COMPLETED:
-            continue
-        for state in (REQUESTED, INFLIGHT, COMPLETED):
-            ctx.storage.delete_file(posixpath.join(HOODIE_DIR, instant_file_name(instant.timestamp, instant.action, state)))
+    archived = sorted(i for i in map(parse_instant_file_name, ctx.storage.list_names(HOODIE_DIR))
+                      if i is not None and i.timestamp <= through and i.state == COMPLETED)
+    for instant in archived:  # oldest first, completed file last: the rest stays a contiguous timeline
         ctx.storage.delete_file(writer_path(instant.timestamp))
         ctx.storage.delete_dir(markers_dir(instant.timestamp))
+        for state in (REQUESTED, INFLIGHT, COMPLETED):
+            ctx.storage.delete_file(posixpath.join(HOODIE_DIR, instant_file_name(instant.timestamp, instant.action, state)))
 
 
 def remove_zombie_files(ctx: TableContext) -> List[str]:
@@ -178,12 +211,14 @@ def remove_zombie_files(ctx: TableContext) -> List[str]:
     if not done:
         return []
     committed = {s.path for _, m in ctx.timeline.commits() for s in m.write_stats}
+    archived = ctx.timeline.archived()  # read last: instants archived meanwhile are skipped, not taken for zombies
+    committed |= {f.path for f in archived.files}
     zombies = []
     for path in files_outside_hoodie(ctx.storage.list_files_with_sizes("")):
         name = parse_base_file_name(path)
         if name is None or path in committed or name.instant in in_flight:
             continue
-        if instants[0].timestamp <= name.instant <= done[-1]:
+        if instants[0].timestamp <= name.instant <= done[-1] and name.instant > (archived.through or ""):
             ctx.storage.delete_file(path)
             zombies.append(path)
     return zombies

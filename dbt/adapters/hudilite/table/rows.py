@@ -9,6 +9,8 @@ with `RowLayout.meta_column` / `RowLayout.data`, so a new meta column is added h
   key, the partition path.
 - `SLICE`: the rows of one new slice as a task hands them to the slice writer (`REWRITE`
   without the fileId); what `upsert.merge_slice` returns.
+- `CLUSTER_ROWS` (clustering: rows moved, unchanged, into new file groups): the clustering
+  group's number, then `SLICE`'s columns.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .schema import COMMIT_SEQNO, COMMIT_TIME, PARTITION_PATH, RECORD_KEY
 
 ROW_INDEX = "_hudilite_row_index"  # shipped to the writer, not written
 FILE_ID = "_hudilite_file_id"
+CLUSTER_GROUP = "_hudilite_cluster_group"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ INSERT = RowLayout("insert", (ROW_INDEX, RECORD_KEY, PARTITION_PATH))
 INSERT_AUTO_KEYS = RowLayout("insert with auto keys", (ROW_INDEX, PARTITION_PATH))
 SLICE = RowLayout("slice", (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH))
 REWRITE = RowLayout("rewrite", (FILE_ID,) + SLICE.meta)
+CLUSTER_ROWS = RowLayout("cluster", (CLUSTER_GROUP,) + SLICE.meta)
 
 
 def insert_layout(auto_keys: bool) -> RowLayout:

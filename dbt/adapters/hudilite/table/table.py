@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Union
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from . import clustering
 from . import insert as inserts
 from . import maintenance
 from . import properties as props
@@ -281,8 +282,15 @@ class HudiTable:
         """Problems that make the table ill-formed (empty when it is well-formed)."""
         return maintenance.validate(self.context)
 
+    def cluster(self, cluster_by: Sequence[str] = ()) -> Optional[str]:
+        """Rewrite each partition's small file groups (below `file_sizing.small_file_limit`, two
+        or more) into files near `file_sizing.max_file_size`, sorted by `cluster_by` (a
+        replacecommit, operation CLUSTER); returns the instant, None when nothing is small."""
+        return clustering.cluster(self.context, list(cluster_by))
+
     def run_services(self, services: maintenance.TableServices = maintenance.TableServices()) -> None:
-        """The table services Hudi's writer runs inline after a commit: clean, then archive."""
+        """The table services Hudi's writer runs inline after a commit: clustering when due,
+        the cleaner, archival."""
         maintenance.run_services(self.context, services)
 
     def clean(self, retain_commits: int = DEFAULT_RETAIN_COMMITS) -> CleanPlan:

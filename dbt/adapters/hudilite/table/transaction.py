@@ -122,9 +122,12 @@ def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
 
 
 def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float = HEARTBEAT_TIMEOUT_S) -> List[str]:
-    """Roll back the pending instants whose writer is gone; live writers go on beside us."""
+    """Roll back the pending instants whose writer is gone, and the claims of writers that died
+    before their instant reached the timeline (they would count as in flight for ever, holding
+    back changes reads and archival); live writers go on beside us."""
     dead = [i for i in timeline.pending() if not _writer_is_alive(storage, i.timestamp, timeout_s)]
-    if not dead:
+    abandoned = _abandoned_claims(storage, timeline, timeout_s)
+    if not dead and not abandoned:
         return []
     rolled_back = []
     with TableLock(storage):  # a writer publishing now must not lose its files under it
@@ -133,7 +136,15 @@ def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float
             if instant.timestamp in pending and not _writer_is_alive(storage, instant.timestamp, timeout_s):
                 rollback(storage, timeline, pending[instant.timestamp])
                 rolled_back.append(instant.timestamp)
-    return rolled_back
+        for instant in set(abandoned) & set(_abandoned_claims(storage, timeline, timeout_s)):
+            storage.write_bytes(writer_path(instant), json.dumps({"state": ROLLED_BACK}).encode())
+            rolled_back.append(instant)
+    return sorted(rolled_back)
+
+
+def _abandoned_claims(storage: Storage, timeline: Timeline, timeout_s: float) -> List[str]:
+    on_timeline = {i.timestamp for i in timeline.instants()}
+    return [t for t in open_claims(storage) if t not in on_timeline and not _writer_is_alive(storage, t, timeout_s)]
 
 
 class WriteTransaction:

@@ -28,7 +28,7 @@ from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from .keygen import row_numbers, seqno_array
 from .layout import TMP_DIR, marker_path, partition_metadata_path
-from .rows import FILE_ID, REWRITE, SLICE, insert_layout
+from .rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, insert_layout
 from .schema import COMMIT_SEQNO, COMMIT_TIME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from .storage import Storage
 
@@ -61,6 +61,7 @@ class WriteSpec:
     # Rewrites of existing file groups (upsert, delete): fileId -> the instant of its current slice.
     prev_commits: Dict[str, str] = field(default_factory=dict)
     deletes_per_file_group: Dict[str, int] = field(default_factory=dict)
+    rows_per_file: List[int] = field(default_factory=list)  # clustering: per clustering group
 
 
 def parquet_writer(sink, schema: pa.Schema, portable: bool = False) -> pq.ParquetWriter:
@@ -339,6 +340,40 @@ def rewrite_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator
             yield NewSlice(file_id, partition, spec.deletes_per_file_group.get(file_id, 0), rows)
 
     return write_slices(spec, slices())
+
+
+def cluster_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Rows in the `rows.CLUSTER_ROWS` layout, grouped by clustering group: each group's rows,
+    unchanged but for the file name, into new file groups of at most its `rows_per_file` rows."""
+    task_partition, attempt, token = _task_context(spec)
+    storage = Storage(spec.base_path)
+    stats: List[dict] = []
+    out: Optional[_OpenBaseFile] = None
+    try:
+        for group, group_batches in grouped_by_file_group(batches, CLUSTER_GROUP):
+            limit = spec.rows_per_file[int(group)]
+            for batch in group_batches:
+                CLUSTER_ROWS.check(batch.schema)
+                while batch.num_rows:
+                    if out is not None and out.rows >= limit:
+                        stats.append(out.close())
+                        faults.reach("task")
+                        out = None
+                    if out is None:
+                        partition = CLUSTER_ROWS.meta_column(batch, PARTITION_PATH)[0].as_py()
+                        out = _OpenBaseFile(spec, storage, token, partition, CLUSTER_ROWS.data_fields(batch.schema))
+                    rows = batch.slice(0, limit - out.rows)
+                    batch = batch.slice(rows.num_rows)
+                    out.add(*[CLUSTER_ROWS.meta_column(rows, n) for n in SLICE.meta], CLUSTER_ROWS.data(rows),
+                            changed_rows=0)
+            if out is not None:
+                stats.append(out.close())
+                faults.reach("task")
+                out = None
+    finally:
+        if out is not None:  # a failing task leaves its marker; the driver deletes the file
+            out.sink.close()
+    yield from _finish(spec, task_partition, attempt, stats)
 
 
 def write_empty_slice(spec: WriteSpec, partition: str, file_id: str, data_schema: pa.Schema) -> dict:

@@ -1,0 +1,117 @@
+"""Clustering: a partition's small file groups rewritten into a few files near `max_file_size`,
+optionally sorted by `cluster_by` columns so that readers skip files and row groups by their
+statistics.
+
+As Hudi writes it: a replacecommit with operation type CLUSTER whose new file groups hold the
+rows of the replaced ones unchanged (commit time, seqno and key kept, so incremental reads do
+not see them as changed). Old slices stay until the cleaner removes them: time travel to
+before a clustering reads them. A clustering and a concurrent write to the same file groups
+conflict like any two writes; the clustering is the one that gives way.
+
+The plan is made on the driver from the timeline alone: per partition, its file groups below
+`small_file_limit`, when there are at least two, in input groups of at most
+MAX_BYTES_PER_GROUP (one Spark task each). Deviation from Hudi: the requested instant is
+empty, as for every other hudilite instant, not Hudi's Avro clustering plan; Java readers see
+a replacecommit whose operation type is CLUSTER.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .commit import CLUSTER
+from .context import TableContext, resolve_columns
+from .file_group import FileGroup
+from .file_sizing import FileSizing, average_record_bytes
+from .index import IndexChange
+from .instant import REPLACE_COMMIT
+from .rows import CLUSTER_GROUP, CLUSTER_ROWS
+from .schema import FILE_NAME, quote
+from .writer import cluster_task, run_write_job
+
+MAX_BYTES_PER_GROUP = 2 * 1024 * 1024 * 1024  # Hudi's hoodie.clustering.plan.strategy.max.bytes.per.group
+STORED_ORDER = "_hudilite_stored_order"
+
+
+@dataclass(frozen=True)
+class ClusteringGroup:
+    """File groups of one partition that one task rewrites into files of `rows_per_file` rows."""
+
+    partition: str
+    file_ids: List[str]
+    paths: List[str]
+    rows_per_file: int
+
+
+def plan_clustering(groups: Sequence[FileGroup], sizing: FileSizing, record_bytes: int) -> List[ClusteringGroup]:
+    """Per partition, its small live file groups (smallest first) when there are two or more."""
+    if sizing.small_file_limit <= 0:
+        return []
+    small = {}
+    for group in groups:
+        if group.latest.size < sizing.small_file_limit:
+            small.setdefault(group.partition, []).append(group)
+    rows_per_file = max(1, sizing.max_file_size // max(1, record_bytes))
+    plan = []
+    for partition, members in sorted(small.items()):
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda g: (g.latest.size, g.file_id))
+        batch: List[FileGroup] = []
+        for group in members + [None]:
+            if group is None or (batch and sum(g.latest.size for g in batch) + group.latest.size > MAX_BYTES_PER_GROUP):
+                if len(batch) >= 2:
+                    plan.append(ClusteringGroup(partition, [g.file_id for g in batch], [g.latest.path for g in batch],
+                                                rows_per_file))
+                batch = []
+            if group is not None:
+                batch.append(group)
+    return plan
+
+
+def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
+    """Rewrite each partition's small file groups into files near `max_file_size` (sorted by
+    `cluster_by` within each); returns the instant, None when no partition has two small
+    file groups."""
+    if ctx.timeline.latest_completed() is None:
+        return None
+    data_schema = ctx.existing_schema()
+    sort_columns = resolve_columns(list(cluster_by), data_schema) if cluster_by else []
+    if not ctx.config.auto_keys:
+        ctx.ensure_index()
+    with ctx.transaction(REPLACE_COMMIT) as txn:
+        view = ctx.timeline.view()
+        plan = plan_clustering(view.live_groups(), ctx.file_sizing, average_record_bytes(ctx.timeline.commits()))
+        if not plan:
+            return None
+        files = [g.latest for g in view.live_groups() if any(g.file_id in c.file_ids for c in plan)]
+        rows = _rows_by_group(ctx.read_files(files), data_schema.names, plan, sort_columns)
+        spec = ctx.write_spec(txn.instant, rows_per_file=[c.rows_per_file for c in plan])
+        stats = run_write_job(rows, spec, task=cluster_task)
+        replaced = {}
+        for c in plan:
+            replaced.setdefault(c.partition, []).extend(c.file_ids)
+        index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats))
+        ctx.commit(txn, CLUSTER, data_schema, stats, index_files, replaced)
+    ctx.after_commit()
+    return txn.instant
+
+
+def _rows_by_group(df: DataFrame, data_columns: List[str], plan: List[ClusteringGroup],
+                   sort_columns: List[str]) -> DataFrame:
+    """The rows of the plan's file groups in the `rows.CLUSTER` layout, each clustering group's
+    rows together and sorted by `sort_columns` (else kept in the order they were stored)."""
+    group_of = F.create_map(*[x for i, c in enumerate(plan) for f in c.file_ids for x in (F.lit(f), F.lit(i))])
+    stored_order = F.monotonically_increasing_id()  # taken before the shuffle, in file order
+    order = [F.col(quote(c)) for c in sort_columns] + [F.col(STORED_ORDER)]
+    meta = {name: F.col(name) for name in CLUSTER_ROWS.meta}
+    meta[CLUSTER_GROUP] = group_of[F.substring_index(F.col(FILE_NAME), "_", 1)]
+    return (df.withColumn(STORED_ORDER, stored_order)
+            .select(*CLUSTER_ROWS.select(meta, [F.col(quote(c)) for c in data_columns]), F.col(STORED_ORDER))
+            .repartition(len(plan), CLUSTER_GROUP)
+            .sortWithinPartitions(CLUSTER_GROUP, *order)
+            .drop(STORED_ORDER))
