@@ -172,10 +172,18 @@ class RecordIndex(TableIndex):
         their keys; replaced groups' entries are not live)."""
         if not change.inserted and change.removed is None:
             return []
-        # Rows of this instant: a topped-up small file also holds stored rows, already indexed there.
-        entries = entries_of(self.written_rows(change.inserted).where(F.col(COMMIT_TIME) == instant))
+        # Every row of a new file group (a clustering's keep their commit time); of a topped-up
+        # small file only this instant's: its stored rows are indexed at that file group already.
+        parts = []
+        new_groups = [s for s in change.inserted if not s.prevCommit]
+        topped_up = [s for s in change.inserted if s.prevCommit]
+        if new_groups:
+            parts.append(entries_of(self.written_rows(new_groups)))
+        if topped_up:
+            parts.append(entries_of(self.written_rows(topped_up).where(F.col(COMMIT_TIME) == instant)))
         if change.removed is not None:
-            entries = entries.unionByName(change.removed)
+            parts.append(change.removed)
+        entries = functools.reduce(lambda a, b: a.unionByName(b), parts)
         return sorted(self._write(entries, instant, DELTA, self.num_shards))
 
     def visible_files(self, completed: List[Instant], as_of: Optional[str] = None) -> FilesByShard:
