@@ -16,6 +16,8 @@ def batch_rows(operation: str) -> List[Tuple]:
         return [(300, "all", "d0"), (301, "all", "d2")]
     if operation == "merge":
         return [(1, "merged", "d1"), (2, "merged", "d2"), (400, "merged", "d0")]
+    if operation == "cluster":
+        return []  # clustering moves rows, it changes none
     return [(4,), (5,)]  # delete: keys
 
 
@@ -26,6 +28,8 @@ def batch_for(spark, operation: str):
 
 def rows_after(operation: str, before: List[Row]) -> List[Row]:
     batch = batch_rows(operation)
+    if operation == "cluster":
+        return sorted(before)
     if operation == "append":
         return sorted(before + batch)
     if operation == "insert_overwrite":

@@ -1,8 +1,9 @@
 """One write in its own process, killed where HUDILITE_KILL_AT says (`table/faults.py`).
 
-    crash_writer.py PATH OPERATION    append | insert_overwrite | table | merge | delete
+    crash_writer.py PATH OPERATION    append | insert_overwrite | table | merge | delete | cluster
 
-Then it cleans with `retain_commits=1`; index compaction is due after every commit."""
+Then it cleans with `retain_commits=1` and archives down to one instant; index compaction is
+due after every commit."""
 
 import os
 import sys
@@ -19,7 +20,9 @@ spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "fal
          .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2").getOrCreate())
 table = HudiTable.open(spark, path)
 batch = batch_for(spark, operation)
-if operation == "append":
+if operation == "cluster":
+    table.cluster(cluster_by=["v"])
+elif operation == "append":
     table.insert(batch)
 elif operation == "insert_overwrite":
     table.insert_overwrite(batch)
@@ -30,4 +33,5 @@ elif operation == "merge":
 else:
     table.delete(batch)
 table.clean(retain_commits=1)
+table.archive(keep_min_commits=1, keep_max_commits=2)
 print("NOT KILLED", flush=True)

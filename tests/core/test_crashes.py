@@ -18,8 +18,8 @@ from dbt.adapters.hudilite.table.faults import KILL_AT, PHASES
 from tests.core.crash_cases import START, rows_after
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
-OPERATIONS = ("append", "insert_overwrite", "table", "merge", "delete")
-PUBLISHED = ("after_publish", "clean", "compaction")  # the write is committed when these are reached
+OPERATIONS = ("append", "insert_overwrite", "table", "merge", "delete", "cluster")
+PUBLISHED = ("after_publish", "clean", "compaction", "archive")  # the write is committed when these are reached
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -38,7 +38,8 @@ def contents(table):
 
 DEFAULT_CASES = {("append", "requested"), ("insert_overwrite", "task"), ("table", "before_publish"),
                  ("merge", "after_publish"), ("delete", "clean"), ("merge", "compaction"), ("merge", "task"),
-                 ("delete", "before_publish")}
+                 ("delete", "before_publish"), ("insert_overwrite", "archive"), ("cluster", "task"),
+                 ("cluster", "after_publish")}
 CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",
                       marks=() if (operation, phase) in DEFAULT_CASES else pytest.mark.crash)
          for operation in OPERATIONS for phase in PHASES]

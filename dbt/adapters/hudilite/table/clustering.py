@@ -43,7 +43,6 @@ class ClusteringGroup:
 
     partition: str
     file_ids: List[str]
-    paths: List[str]
     rows_per_file: int
 
 
@@ -60,16 +59,15 @@ def plan_clustering(groups: Sequence[FileGroup], sizing: FileSizing, record_byte
     for partition, members in sorted(small.items()):
         if len(members) < 2:
             continue
-        members.sort(key=lambda g: (g.latest.size, g.file_id))
-        batch: List[FileGroup] = []
-        for group in members + [None]:
-            if group is None or (batch and sum(g.latest.size for g in batch) + group.latest.size > MAX_BYTES_PER_GROUP):
-                if len(batch) >= 2:
-                    plan.append(ClusteringGroup(partition, [g.file_id for g in batch], [g.latest.path for g in batch],
-                                                rows_per_file))
-                batch = []
-            if group is not None:
-                batch.append(group)
+        batches: List[List[FileGroup]] = [[]]
+        size = 0
+        for group in sorted(members, key=lambda g: (g.latest.size, g.file_id)):
+            if batches[-1] and size + group.latest.size > MAX_BYTES_PER_GROUP:
+                batches.append([])
+                size = 0
+            batches[-1].append(group)
+            size += group.latest.size
+        plan += [ClusteringGroup(partition, [g.file_id for g in b], rows_per_file) for b in batches if len(b) >= 2]
     return plan
 
 
@@ -88,7 +86,8 @@ def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
         plan = plan_clustering(view.live_groups(), ctx.file_sizing, average_record_bytes(ctx.timeline.commits()))
         if not plan:
             return None
-        files = [g.latest for g in view.live_groups() if any(g.file_id in c.file_ids for c in plan)]
+        chosen = {f for c in plan for f in c.file_ids}
+        files = [g.latest for g in view.live_groups() if g.file_id in chosen]
         rows = _rows_by_group(ctx.read_files(files), data_schema.names, plan, sort_columns)
         spec = ctx.write_spec(txn.instant, rows_per_file=[c.rows_per_file for c in plan])
         stats = run_write_job(rows, spec, task=cluster_task)
@@ -103,7 +102,7 @@ def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
 
 def _rows_by_group(df: DataFrame, data_columns: List[str], plan: List[ClusteringGroup],
                    sort_columns: List[str]) -> DataFrame:
-    """The rows of the plan's file groups in the `rows.CLUSTER` layout, each clustering group's
+    """The rows of the plan's file groups in the `rows.CLUSTER_ROWS` layout, each clustering group's
     rows together and sorted by `sort_columns` (else kept in the order they were stored)."""
     group_of = F.create_map(*[x for i, c in enumerate(plan) for f in c.file_ids for x in (F.lit(f), F.lit(i))])
     stored_order = F.monotonically_increasing_id()  # taken before the shuffle, in file order

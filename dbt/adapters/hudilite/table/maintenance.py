@@ -28,7 +28,7 @@ from .commit import CLUSTER
 from .cleaner import DEFAULT_RETAIN_COMMITS, CleanPlan, plan_clean, unreadable_from
 from .errors import ConcurrentWriteError, ConfigurationError
 from .context import TableContext
-from .file_group import parse_base_file_name
+from .file_group import FileSystemView, parse_base_file_name
 from .instant import COMPLETED, INFLIGHT, REQUESTED, instant_file_name, parse_instant_file_name
 from .layout import ARCHIVED_VIEW, CLEAN_STATE, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
 from .lock import TableLock
@@ -121,26 +121,39 @@ def clustering_due(ctx: TableContext, every: int) -> bool:
 def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> List[str]:
     """Move the oldest completed instants off the active timeline once more than
     `keep_max_commits` are on it, down to `keep_min_commits` (`archival` says which may go).
-    Under the table lock: the archive file first, then the archived view (from then on the
-    instants are archived), then their files on the timeline; an archival that dies is
-    finished by the next. Returns the archived instants."""
-    timeline = ctx.timeline
+    When only the record index's base holds instants back, the index is compacted (as Hudi
+    compacts its metadata table for archival) and archival goes on. Returns the archived instants."""
     check_keep(keep_min_commits, keep_max_commits)
-    if _index_holds_back(ctx, keep_min_commits, keep_max_commits):
-        try:  # as Hudi compacts its metadata table for archival: the deltas of archived instants go into the base
+    chosen, held_by_index = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=True)
+    if held_by_index:
+        try:
             ctx.compact_index()
         except ConcurrentWriteError:
             pass  # a write completed meanwhile; archival goes as far as the index base allows
+        chosen = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=False)[0]
+    return chosen
+
+
+def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
+             wait_for_index: bool) -> Tuple[List[str], bool]:
+    """Under the table lock: the archive file first, then the archived view (from then on the
+    instants are archived), then their files on the timeline; an archival that dies is
+    finished by the next. Returns the archived instants, and whether the index's base held
+    back some that were due (with `wait_for_index`, nothing is archived then)."""
+    timeline = ctx.timeline
     with TableLock(ctx.storage):
         archived = timeline.archived()
         _delete_instant_files(ctx, archived.through)
         completed, in_flight = first_write_in_flight(ctx.storage, timeline)
         if in_flight is not None:  # its conflict check compares with instants completed since it began
-            return []
-        chosen = plan_archive(completed, keep_min_commits, keep_max_commits, _archivable_before(ctx, completed),
-                              _index_base(ctx))
-        if not chosen or _left_behind(ctx, chosen[-1]):
-            return []
+            return [], False
+        view = timeline.view()
+        before = _archivable_before(ctx, view, completed)
+        due = plan_archive(completed, keep_min_commits, keep_max_commits, before, None)
+        chosen = plan_archive(completed, keep_min_commits, keep_max_commits, before, _index_base(ctx))
+        held_by_index = len(chosen) < len(due)
+        if (held_by_index and wait_for_index) or not chosen or _left_behind(ctx, view, chosen[-1]):
+            return [], held_by_index
         remove_zombie_files(ctx)  # a late task's file of an instant about to be archived would count as committed
         commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
         texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
@@ -148,13 +161,13 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
         ctx.storage.write_atomic(ARCHIVED_VIEW, archived.folded(commits).to_json().encode(), TMP_DIR)
         faults.reach("archive")
         _delete_instant_files(ctx, chosen[-1])
-    return chosen
+    return chosen, held_by_index
 
 
-def _left_behind(ctx: TableContext, through: str) -> bool:
+def _left_behind(ctx: TableContext, view: FileSystemView, through: str) -> bool:
     """Whether a file no snapshot after `through` reads is still on storage: once the instants
     that made it unreadable are archived, Hudi's readers would read it again."""
-    return any(ctx.storage.exists(f.path) for f in unreadable_from(ctx.timeline.view(), through))
+    return any(ctx.storage.exists(f.path) for f in unreadable_from(view, through))
 
 
 def _index_base(ctx: TableContext) -> Optional[str]:
@@ -162,17 +175,7 @@ def _index_base(ctx: TableContext) -> Optional[str]:
     return state["base_instant"] if state else None
 
 
-def _index_holds_back(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> bool:
-    """Whether only the index's base keeps instants due for archival on the active timeline."""
-    completed = [i.timestamp for i in ctx.timeline.completed()]
-    base = _index_base(ctx)
-    if base is None:
-        return False
-    wanted = plan_archive(completed, keep_min_commits, keep_max_commits, _archivable_before(ctx, completed), None)
-    return bool(wanted) and wanted[-1] > base
-
-
-def _archivable_before(ctx: TableContext, completed: List[str]) -> Optional[str]:
+def _archivable_before(ctx: TableContext, view: FileSystemView, completed: List[str]) -> Optional[str]:
     """Instants before this may be archived: the cleaner removed every file they made
     unreadable (Hudi's readers would read a replaced file group again once the replacecommit
     is archived). That is the cleaner's earliest retained instant once its clean finished;
@@ -180,7 +183,7 @@ def _archivable_before(ctx: TableContext, completed: List[str]) -> Optional[str]
     state = ctx.clean_state()
     if state.get("earliest_retained"):
         return state["earliest_retained"] if state.get("complete", True) else None
-    if completed and not unreadable_from(ctx.timeline.view(), completed[-1]):
+    if completed and not unreadable_from(view, completed[-1]):
         return completed[-1]
     return None
 

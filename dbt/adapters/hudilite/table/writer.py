@@ -172,6 +172,12 @@ class _OpenBaseFile:
         }
 
 
+def _close_into(stats: List[dict], out: "_OpenBaseFile") -> None:
+    """A task's finished file: its stat row, then the crash tests' `task` phase."""
+    stats.append(out.close())
+    faults.reach("task")
+
+
 def _ensure_partition_metadata(storage: Storage, partition: str, spec: WriteSpec) -> None:
     path = partition_metadata_path(partition)
     if not storage.exists(path):
@@ -240,8 +246,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
             for partition, run in partitions:
                 while run.num_rows:  # a run may fill a topped-up file and go on in a new one
                     if current is not None and (current.partition != partition or current.full):
-                        stats.append(current.close())
-                        faults.reach("task")
+                        _close_into(stats, current)
                         current = None
                     if current is None:
                         current = _open_for_insert(spec, storage, token, partition, layout.data_fields(run.schema),
@@ -254,8 +259,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                     current.add(pa.repeat(commit_time, rows.num_rows), seqno, key,
                                 layout.meta_column(rows, PARTITION_PATH), layout.data(rows), rows.num_rows)
         if current is not None:
-            stats.append(current.close())
-            faults.reach("task")
+            _close_into(stats, current)
             current = None
     finally:
         if current is not None:  # a failing task leaves its marker; the driver deletes the file
@@ -314,8 +318,7 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
                 out.sink.close()
             raise
         if out is not None:
-            stats.append(out.close())
-            faults.reach("task")
+            _close_into(stats, out)
     yield from _finish(spec, task_partition, attempt, stats)
 
 
@@ -356,8 +359,7 @@ def cluster_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator
                 CLUSTER_ROWS.check(batch.schema)
                 while batch.num_rows:
                     if out is not None and out.rows >= limit:
-                        stats.append(out.close())
-                        faults.reach("task")
+                        _close_into(stats, out)
                         out = None
                     if out is None:
                         partition = CLUSTER_ROWS.meta_column(batch, PARTITION_PATH)[0].as_py()
@@ -367,8 +369,7 @@ def cluster_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator
                     out.add(*[CLUSTER_ROWS.meta_column(rows, n) for n in SLICE.meta], CLUSTER_ROWS.data(rows),
                             changed_rows=0)
             if out is not None:
-                stats.append(out.close())
-                faults.reach("task")
+                _close_into(stats, out)
                 out = None
     finally:
         if out is not None:  # a failing task leaves its marker; the driver deletes the file
