@@ -35,13 +35,18 @@ class Timeline:
     def __init__(self, storage: Storage):
         self.storage = storage
         self._metadata_cache: Dict[str, CommitMetadata] = {}
+        self._archived: Tuple[str, ArchivedView] = ("", ArchivedView())  # (file text, parsed)
 
     def archived(self) -> ArchivedView:
-        """What archived instants left readable (empty before the first archival)."""
+        """What archived instants left readable (empty before the first archival). Read with
+        every listing; parsed again only when an archival changed it."""
         try:
-            return ArchivedView.from_json(self.storage.read_text(ARCHIVED_VIEW))
+            text = self.storage.read_text(ARCHIVED_VIEW)
         except FileNotFoundError:
             return ArchivedView()
+        if text != self._archived[0]:
+            self._archived = (text, ArchivedView.from_json(text))
+        return self._archived[1]
 
     def instants(self) -> List[Instant]:
         """Every instant on the active timeline, in its most advanced state, oldest first."""
