@@ -5,7 +5,7 @@ import os
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
 EVENTS_CSV = """event_id,day,page
@@ -378,6 +378,29 @@ class TestCleanerAndAFreshProcess(HudiliteProject):
         assert max(first_run.values()) <= 2, first_run
         assert table.validate() == []
         assert_hudi_rs_agrees(table)
+
+    def test_run_operations_savepoint_and_restore_a_model(self, project, spark):
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "page_views", "--vars", "{run: 10}"])
+        run_dbt(["run-operation", "hudilite_savepoint", "--args", "{model: page_views, comments: before runs 11-14}"])
+        table = self.table(project, spark, "page_views")
+        (savepoint,) = table.savepoints()
+        assert savepoint == table.timeline()[-1].timestamp
+        for run in range(11, 15):
+            run_dbt(["run", "--select", "page_views", "--vars", f"{{run: {run}}}"])
+        table = self.table(project, spark, "page_views")
+        assert table.earliest_readable_instant() > savepoint  # retain_commits=2 cleaned past it, but for it
+        assert {r.run for r in table.read(as_of=savepoint).collect()} == {10}
+        run_dbt(["run-operation", "hudilite_restore", "--args", f"{{model: page_views, instant: '{savepoint}'}}"])
+        assert self.rows(project, "page_views", "distinct run") == [(10,)]
+        table = self.table(project, spark, "page_views")
+        assert table.timeline()[-1].timestamp == savepoint and table.validate() == []
+        run_dbt(["run-operation", "hudilite_delete_savepoint", "--args", f"{{model: page_views, instant: '{savepoint}'}}"])
+        assert self.table(project, spark, "page_views").savepoints() == []
+        _, log = run_dbt_and_capture(["run-operation", "hudilite_restore", "--args",
+                                      "{model: no_such_model, instant: '2026'}"], expect_pass=False)
+        assert "no_such_model': not a hudilite table" in log
+        assert_hudi_rs_agrees(self.table(project, spark, "page_views"))
 
     def test_a_fresh_process_resolves_tables_and_views_without_rebuilding_them(self, project, spark):
         import subprocess

@@ -3,7 +3,7 @@ import datetime as dt
 import pytest
 
 from dbt.adapters.hudilite.table.instant import (
-    COMMIT, COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant, format_instant_time,
+    CLEAN, COMMIT, COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, RESTORE, SAVEPOINT, Instant, format_instant_time,
     next_instant_time, parse_instant_file_name, parse_instant_time, to_instant_time,
 )
 
@@ -15,6 +15,13 @@ from dbt.adapters.hudilite.table.instant import (
     (Instant("20261122010203004", REPLACE_COMMIT, REQUESTED), "20261122010203004.replacecommit.requested"),
     (Instant("20261122010203004", REPLACE_COMMIT, INFLIGHT), "20261122010203004.replacecommit.inflight"),
     (Instant("20261122010203004", REPLACE_COMMIT, COMPLETED), "20261122010203004.replacecommit"),
+    (Instant("20261122010203004", CLEAN, REQUESTED), "20261122010203004.clean.requested"),
+    (Instant("20261122010203004", CLEAN, INFLIGHT), "20261122010203004.clean.inflight"),
+    (Instant("20261122010203004", CLEAN, COMPLETED), "20261122010203004.clean"),
+    (Instant("20261122010203004", SAVEPOINT, INFLIGHT), "20261122010203004.savepoint.inflight"),
+    (Instant("20261122010203004", SAVEPOINT, COMPLETED), "20261122010203004.savepoint"),
+    (Instant("20261122010203004", RESTORE, REQUESTED), "20261122010203004.restore.requested"),
+    (Instant("20261122010203004", RESTORE, COMPLETED), "20261122010203004.restore"),
 ])
 def test_file_names_round_trip(instant, name):
     assert instant.file_name == name
@@ -22,7 +29,7 @@ def test_file_names_round_trip(instant, name):
 
 
 @pytest.mark.parametrize("name", ["hoodie.properties", ".hudilite", "2026.commit", "20261122010203004.commit.tmp",
-                                  "20261122010203004.clean", "20261122010203004.inflight.requested"])
+                                  "20261122010203004.compaction", "20261122010203004.inflight.requested"])
 def test_other_files_are_not_instants(name):
     assert parse_instant_file_name(name) is None
 

@@ -1,8 +1,15 @@
+import datetime as dt
 import json
 
 import pytest
 
-from dbt.adapters.hudilite.table.cleaner import plan_clean
+from dbt.adapters.hudilite.table.cleaner import (
+    KEEP_LATEST_BY_HOURS,
+    KEEP_LATEST_COMMITS,
+    KEEP_LATEST_FILE_VERSIONS,
+    CleanPolicy,
+    plan_clean,
+)
 from dbt.adapters.hudilite.table.commit import CommitMetadata, WriteStat
 from dbt.adapters.hudilite.table.file_group import (
     FileSystemView, base_file_name, parse_base_file_name, relative_file_path,
@@ -65,13 +72,52 @@ def test_cleaner_plan():
     ]
     view = FileSystemView(commits)
     completed = ["1", "2", "3", "4"]
-    assert plan_clean(view, completed, 4).files_to_delete == []
-    plan = plan_clean(view, completed, 2)  # keep as of 3 and 4
+    assert plan_clean(view, completed, commits_policy(4)).files_to_delete == []
+    plan = plan_clean(view, completed, commits_policy(2))  # keep as of 3 and 4
     assert plan.earliest_retained == "3"
     assert [f.path for f in plan.files_to_delete] == [
         "a/f1_0-1-0_1.parquet", "a/f1_0-1-0_2.parquet", "b/f2_0-1-0_1.parquet"]
-    later = plan_clean(view, completed, 1, cleaned_before="3")
+    later = plan_clean(view, completed, commits_policy(1), cleaned_before="3")
     assert [f.path for f in later.files_to_delete] == ["b/f2_0-1-0_2.parquet"]
-    assert plan_clean(view, completed, 2, cleaned_before="3").files_to_delete == []
+    assert plan_clean(view, completed, commits_policy(2), cleaned_before="3").files_to_delete == []
+    kept = plan_clean(view, completed, commits_policy(2), kept={"a/f1_0-1-0_2.parquet"})  # a savepoint's file
+    assert [f.path for f in kept.files_to_delete] == ["a/f1_0-1-0_1.parquet", "b/f2_0-1-0_1.parquet"]
     with pytest.raises(ValueError):
-        plan_clean(view, completed, 0)
+        plan_clean(view, completed, commits_policy(0))
+    with pytest.raises(ValueError, match="unknown cleaner policy"):
+        plan_clean(view, completed, CleanPolicy("KEEP_EVERYTHING"))
+
+
+def commits_policy(retain):
+    return CleanPolicy(KEEP_LATEST_COMMITS, retain_commits=retain)
+
+
+def test_cleaner_keeping_file_versions_reports_the_oldest_intact_snapshot():
+    commits = [
+        commit("1", [stat("a", "f1", "1"), stat("b", "f2", "1")]),
+        commit("2", [stat("a", "f1", "2", prev="1"), stat("b", "f2", "2", prev="1")]),
+        commit("3", [stat("a", "f1", "3", prev="2")]),
+        commit("4", [stat("b", "f2", "4", prev="2")]),
+    ]
+    view = FileSystemView(commits)
+    plan = plan_clean(view, ["1", "2", "3", "4"], CleanPolicy(KEEP_LATEST_FILE_VERSIONS, retain_file_versions=2))
+    assert [f.path for f in plan.files_to_delete] == ["a/f1_0-1-0_1.parquet", "b/f2_0-1-0_1.parquet"]
+    assert plan.earliest_retained == "2"  # a snapshot as of 1 read both deleted slices
+    one = plan_clean(view, ["1", "2", "3", "4"], CleanPolicy(KEEP_LATEST_FILE_VERSIONS, retain_file_versions=1))
+    assert len(one.files_to_delete) == 4
+    assert one.earliest_retained == "4"  # f2's slice 2 is read as of 3
+
+
+def test_cleaner_keeping_hours_retains_every_instant_of_the_window():
+    commits = [commit(t, [stat("a", "f1", t, prev=p)]) for t, p in
+               [("20261101000000000", None), ("20261101100000000", "20261101000000000"),
+                ("20261102000000000", "20261101100000000")]]
+    view = FileSystemView(commits)
+    completed = [i.timestamp for i, _ in commits]
+    now = dt.datetime(2026, 11, 2, 6, tzinfo=dt.timezone.utc)
+    plan = plan_clean(view, completed, CleanPolicy(KEEP_LATEST_BY_HOURS, retain_hours=24), now=now)
+    assert plan.earliest_retained == "20261101100000000"  # the oldest instant after 2026-11-01 06:00
+    assert [f.path for f in plan.files_to_delete] == ["a/f1_0-1-0_20261101000000000.parquet"]
+    assert plan_clean(view, completed, CleanPolicy(KEEP_LATEST_BY_HOURS, retain_hours=48), now=now).files_to_delete == []
+    everything_old = plan_clean(view, completed, CleanPolicy(KEEP_LATEST_BY_HOURS, retain_hours=1), now=now)
+    assert everything_old.earliest_retained == "20261102000000000"  # the latest snapshot always stays

@@ -3,7 +3,9 @@
     hudilite timeline PATH [--json]   instants, operations, rows and files written; the archived range
     hudilite stats PATH [--json]      files per partition, file sizes, active/archived instants, index size
     hudilite show PATH [--as-of T]    row count and the first rows of a snapshot
-    hudilite clean PATH --retain N    delete file slices older than the last N instants
+    hudilite clean PATH [--retain N]  delete file slices the cleaner policy no longer retains (--policy)
+    hudilite savepoint PATH [INSTANT] keep a snapshot from the cleaner and archival (--list, --delete)
+    hudilite restore PATH INSTANT     take the table back to a savepoint or a readable instant
     hudilite archive PATH             move old instants to .hoodie/archived/ (--keep-min, --keep-max)
     hudilite tables ROOT              every table under a location_root: rows and timeline
     hudilite validate PATH            check the table is well-formed; exit 1 with a report if not
@@ -23,7 +25,7 @@ def format_timeline(history: List[dict]) -> str:
     for h in history:
         lines.append(
             f"{h['instant']:<19}{h['action']:<15}{h['state']:<11}{h.get('operation', ''):<24}"
-            f"{h.get('rows_written', ''):>10}{h.get('files_written', ''):>7}{h.get('file_groups_replaced', ''):>10}"
+            f"{h.get('rows_written', ''):>10}{h.get('files_written', h.get('files_deleted', '')):>7}{h.get('file_groups_replaced', ''):>10}"
         )
     return "\n".join(lines)
 
@@ -43,6 +45,13 @@ def format_stats(stats: dict) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     from .table.archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS
+    from .table.cleaner import (
+        DEFAULT_RETAIN_COMMITS,
+        DEFAULT_RETAIN_FILE_VERSIONS,
+        DEFAULT_RETAIN_HOURS,
+        KEEP_LATEST_COMMITS,
+        POLICIES,
+    )
 
     parser = argparse.ArgumentParser(prog="hudilite", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -60,9 +69,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("path")
     p.add_argument("--as-of", default=None)
     p.add_argument("--rows", type=int, default=10)
-    p = sub.add_parser("clean", help="delete file slices no retained instant reads")
+    p = sub.add_parser("clean", help="delete file slices the cleaner policy no longer retains")
     p.add_argument("path")
-    p.add_argument("--retain", type=int, required=True)
+    p.add_argument("--policy", default=KEEP_LATEST_COMMITS, choices=POLICIES)
+    p.add_argument("--retain", type=int, default=DEFAULT_RETAIN_COMMITS, help="KEEP_LATEST_COMMITS: instants")
+    p.add_argument("--retain-hours", type=int, default=DEFAULT_RETAIN_HOURS, help="KEEP_LATEST_BY_HOURS")
+    p.add_argument("--retain-file-versions", type=int, default=DEFAULT_RETAIN_FILE_VERSIONS,
+                   help="KEEP_LATEST_FILE_VERSIONS: slices per file group")
+    p = sub.add_parser("savepoint", help="savepoint an instant (default: the latest), list or delete savepoints")
+    p.add_argument("path")
+    p.add_argument("instant", nargs="?", default=None, help="an instant or a timestamp")
+    p.add_argument("--comment", default="")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--list", action="store_true")
+    group.add_argument("--delete", action="store_true")
+    p = sub.add_parser("restore", help="take the table back to a savepoint or a still readable instant")
+    p.add_argument("path")
+    p.add_argument("instant", help="an instant or a timestamp")
     p = sub.add_parser("validate", help="check that a table is well-formed")
     p.add_argument("path")
     p = sub.add_parser("tables", help="every table under a location_root, with rows and timeline")
@@ -72,7 +95,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .session import spark_session
     from .table import HudiTable
 
-    if args.command in ("timeline", "stats", "archive"):  # the timeline alone: no Spark needed
+    if args.command in ("timeline", "stats", "archive", "clean", "savepoint"):  # the timeline alone: no Spark needed
         spark = None
     else:
         spark = spark_session(conf={"spark.master": "local[2]"})
@@ -108,8 +131,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{table.name}: {'well-formed' if not problems else f'{len(problems)} problem(s)'}")
         return 1 if problems else 0
     elif args.command == "clean":
-        plan = table.clean(retain_commits=args.retain)
+        plan = table.clean(args.retain, args.policy, args.retain_hours, args.retain_file_versions)
         print(f"deleted {len(plan.files_to_delete)} files; earliest readable instant: {plan.earliest_retained}")
+    elif args.command == "savepoint":
+        if args.delete:
+            if args.instant is None:
+                parser.error("savepoint --delete needs the savepointed INSTANT")
+            table.delete_savepoint(args.instant)
+            print(f"deleted the savepoint at {args.instant}")
+        elif not args.list:
+            print(f"savepointed {table.savepoint(args.instant, args.comment)}")
+        print("savepoints: " + (", ".join(table.savepoints()) or "none"))
+    elif args.command == "restore":
+        rolled_back = table.restore(args.instant)
+        latest = table.timeline()[-1].timestamp if table.timeline() else "none"
+        print(f"rolled back {len(rolled_back)} instants" + (f" ({rolled_back[-1]} to {rolled_back[0]})" if rolled_back else "")
+              + f"; the latest instant is {latest}")
     return 0
 
 

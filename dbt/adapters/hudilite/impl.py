@@ -38,6 +38,9 @@ class HudiliteConfig(SparkConfig):
     keep_max_commits: Optional[int] = None
     cluster_every: Optional[int] = None
     cluster_by: Optional[List[str]] = None
+    cleaner_policy: Optional[str] = None
+    retain_hours: Optional[int] = None
+    retain_file_versions: Optional[int] = None
     small_file_limit: Optional[int] = None
     max_file_size: Optional[int] = None
     write_retries: Optional[int] = None
@@ -240,6 +243,38 @@ class HudiliteAdapter(SparkAdapter):
         if plan.operation == m.INSERT:
             return table.insert(df, drop_missing_columns=drop_missing)
         return table.insert_overwrite(df, drop_missing_columns=drop_missing)
+
+    # ---- table services on demand (`dbt run-operation`, macros/table_services.sql) -----------
+    @available
+    def hudilite_table_service(self, schema: str, name: str, operation: str, args: Optional[Dict[str, Any]] = None) -> str:
+        """Run one table service on `schema.name`: savepoint, delete_savepoint, restore, clean,
+        archive or cluster (with the keyword `args` of the `HudiTable` method of that name).
+        Returns what it did, in one line."""
+        config = m.ModelConfig(name=f"{schema}.{name}")
+        table = self.catalog.open(schema, name)
+        if table is None:
+            raise CompilationError(f"model '{config.name}': not a hudilite table under {self.catalog.root}")
+        args = {k: v for k, v in (args or {}).items() if v is not None}
+        operations = {
+            "savepoint": lambda: f"savepointed {table.savepoint(**args)}; savepoints: {', '.join(table.savepoints())}",
+            "delete_savepoint": lambda: f"deleted the savepoint at {table.delete_savepoint(**args)}",
+            "restore": lambda: f"rolled back {len(table.restore(**args))} instants; the latest is now "
+                               f"{table.timeline()[-1].timestamp}",
+            "clean": lambda: f"deleted {len(table.clean(**args).files_to_delete)} files; earliest readable instant: "
+                             f"{table.earliest_readable_instant()}",
+            "archive": lambda: f"archived {len(table.archive(**args))} instants; {len(table.timeline())} active",
+            "cluster": lambda: f"clustering: {table.cluster(**args) or 'nothing small enough to cluster'}",
+        }
+        if operation not in operations:
+            raise CompilationError(f"unknown table service {operation!r}; choose one of {', '.join(operations)}")
+        try:
+            message = operations[operation]()
+        except TypeError as err:  # an argument the method does not take
+            raise CompilationError(f"model '{config.name}': {operation}: {err}") from None
+        except Exception as err:
+            raise _dbt_error(config, err) from None
+        self.catalog.register(schema, name, table)
+        return f"{schema}.{name}: {message}"
 
     # ---- reads in SQL -----------------------------------------------------------------------
     @available

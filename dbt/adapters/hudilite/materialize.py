@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .table import ConfigurationError, FileSizing, TableServices, quote
+from .table.cleaner import KEEP_LATEST_COMMITS
 from .table.schema import IS_DELETED
 from .table.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, UPSERT
 from .table.properties import PARQUET_ENCODINGS
@@ -78,7 +79,8 @@ class ModelConfig:
         config = model.get("config", {}) or {}
         unique_key = list(dict.fromkeys(_as_list(config.get("unique_key"))))  # ['a', 'a'] is 'a'
         name = model.get("name") or model.get("alias") or "?"
-        services = TableServices(**_ints(config, TableServices, name), cluster_by=tuple(_as_list(config.get("cluster_by"))))
+        services = TableServices(**_ints(config, TableServices, name), cluster_by=tuple(_as_list(config.get("cluster_by"))),
+                                 cleaner_policy=str(config.get("cleaner_policy") or KEEP_LATEST_COMMITS).upper())
         if config.get("keep_min_commits") in (None, "") and services.keep_min_commits <= services.retain_commits:
             # A model that retains more than archival keeps by default: archival keeps ten more.
             keep_min = services.retain_commits + 10

@@ -26,7 +26,7 @@ from .errors import ConcurrentWriteError, ConfigurationError, DataError, Hudilit
 from .file_group import BaseFile, FileSystemView
 from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
-from .instant import Instant
+from .instant import CLEAN, RESTORE, Instant
 from .key_ranges import KeyRangeIndex
 from .keygen import partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
@@ -133,11 +133,17 @@ class TableContext:
         return data.select(*[meta[c].alias(c) for c in META_COLUMNS], *[F.col(quote(f.name)) for f in data_schema])
 
     def clean_state(self) -> dict:
-        """The cleaner's record: `earliest_retained` (the oldest instant it kept readable, absent
-        when it removed nothing) and `complete` (false while its deletions may be unfinished)."""
-        if not self.storage.exists(CLEAN_STATE):
-            return {}
-        return json.loads(self.storage.read_text(CLEAN_STATE))
+        """The cleaner's record, from its latest clean instant: `earliest_retained` (the oldest
+        instant it kept readable, absent when it removed nothing) and `complete` (false while
+        its deletions may be unfinished)."""
+        cleans = self.timeline.service_instants(CLEAN)
+        if not cleans:  # a table cleaned before hudilite recorded cleans as Hudi does
+            return json.loads(self.storage.read_text(CLEAN_STATE)) if self.storage.exists(CLEAN_STATE) else {}
+        record = self.timeline.service_metadata(cleans[-1])
+        if cleans[-1].is_completed:
+            return {"earliest_retained": record["earliestCommitToRetain"] or None, "complete": True}
+        earliest = record["earliestInstantToRetain"]
+        return {"earliest_retained": earliest and earliest["timestamp"], "complete": False}
 
     def earliest_retained(self) -> Optional[str]:
         return self.clean_state().get("earliest_retained")
@@ -145,7 +151,7 @@ class TableContext:
     def resolve_instant(self, as_of) -> str:
         instant = self.timeline.resolve(as_of)
         earliest = self.earliest_retained()
-        if earliest is not None and instant < earliest:
+        if earliest is not None and instant < earliest and instant not in self.timeline.savepoints():
             raise TimelineError(
                 f"table {self.name}: instant {instant} was cleaned; the earliest readable instant is {earliest}"
             )
@@ -196,6 +202,11 @@ class TableContext:
         keep (see `properties`), or whose keys we cannot make."""
         if self.config.not_writable:
             raise self.error(f"hudilite cannot write it: {self.config.not_writable}")
+        restores = self.timeline.service_instants(RESTORE)
+        if restores and not restores[-1].is_completed:
+            target = self.timeline.service_metadata(restores[-1])["savepointToRestoreTimestamp"]
+            raise TimelineError(f"table {self.name}: a restore to {target} is unfinished; finish it first "
+                                f"(hudilite restore {self.storage.base_path} {target})")
         if not self.config.auto_keys:
             self.field_prefixed_keys()
 

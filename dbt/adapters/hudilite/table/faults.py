@@ -8,7 +8,8 @@ its first base file), `before_publish` (files reconciled, nothing published), `a
 (completed instant renamed into place, index work not done), `clean` (the cleaner recorded
 its plan and deleted one file), `compaction` (a new index base written, not published),
 `archive` (archived instants written and folded into the archived view, still on the active
-timeline).
+timeline); and `restore` (a restore rolled back its newest commit, the others still there),
+which is not in the crash matrix: a dead restore blocks writes until it is run again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import signal
 
 KILL_AT = "HUDILITE_KILL_AT"
 KILL_PID = "HUDILITE_KILL_PID"
-PHASES = ("requested", "task", "before_publish", "after_publish", "clean", "compaction", "archive")
+PHASES = ("requested", "task", "before_publish", "after_publish", "clean", "compaction", "archive")  # the crash matrix's
 
 
 def reach(phase: str) -> None:

@@ -2,7 +2,9 @@
 
 Table version 6 names each state of an instant with its own file under `.hoodie/`:
 `<T>.commit.requested`, `<T>.inflight`, `<T>.commit` for commits, and
-`<T>.replacecommit.requested`, `<T>.replacecommit.inflight`, `<T>.replacecommit`.
+`<T>.replacecommit.requested`, `<T>.replacecommit.inflight`, `<T>.replacecommit`. The table
+services' instants (clean, savepoint, restore) are named the same way; they carry Avro
+metadata (`avro_metadata`) and are not part of the commit timeline.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from .errors import TimelineError
 
 COMMIT = "commit"
 REPLACE_COMMIT = "replacecommit"
-ACTIONS = (COMMIT, REPLACE_COMMIT)
+ACTIONS = (COMMIT, REPLACE_COMMIT)  # the commit timeline: what a snapshot is made of
+CLEAN = "clean"
+SAVEPOINT = "savepoint"
+RESTORE = "restore"
+SERVICE_ACTIONS = (CLEAN, SAVEPOINT, RESTORE)
 
 REQUESTED = "REQUESTED"
 INFLIGHT = "INFLIGHT"
@@ -24,7 +30,7 @@ COMPLETED = "COMPLETED"
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"  # followed by 3 digits of milliseconds
 _TIMESTAMP = re.compile(r"^\d{17}$")
-_FILE = re.compile(r"^(\d{17})\.(commit|replacecommit|inflight)(\.requested|\.inflight)?$")
+_FILE = re.compile(r"^(\d{17})\.(commit|replacecommit|clean|savepoint|restore|inflight)(\.requested|\.inflight)?$")
 
 
 @dataclass(frozen=True, order=True)

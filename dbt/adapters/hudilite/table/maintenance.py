@@ -7,10 +7,10 @@ timeline, the files and the index against each other.
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from . import faults
@@ -25,74 +25,150 @@ from .archival import (
 )
 from .clustering import cluster
 from .commit import CLUSTER
-from .cleaner import DEFAULT_RETAIN_COMMITS, CleanPlan, plan_clean, unreadable_from
+from .avro_metadata import CLEAN_METADATA, CLEANER_PLAN
+from .cleaner import (
+    DEFAULT_RETAIN_COMMITS,
+    DEFAULT_RETAIN_FILE_VERSIONS,
+    DEFAULT_RETAIN_HOURS,
+    KEEP_LATEST_COMMITS,
+    CleanPlan,
+    CleanPolicy,
+    plan_clean,
+    unreadable_from,
+)
 from .errors import ConcurrentWriteError, ConfigurationError
 from .context import TableContext
 from .file_group import FileSystemView, parse_base_file_name
-from .instant import COMPLETED, INFLIGHT, REQUESTED, instant_file_name, parse_instant_file_name
-from .layout import ARCHIVED_VIEW, CLEAN_STATE, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
+from .instant import (
+    CLEAN,
+    COMMIT,
+    COMPLETED,
+    INFLIGHT,
+    REQUESTED,
+    RESTORE,
+    SAVEPOINT,
+    SERVICE_ACTIONS,
+    Instant,
+    instant_file_name,
+    parse_instant_file_name,
+)
+from .layout import ARCHIVED_VIEW, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
 from .lock import TableLock
-from .transaction import first_write_in_flight, open_claims, rolled_back_claims
+from .savepoint import savepointed_files
+from .transaction import first_write_in_flight, open_claims, reserve_service_time, rolled_back_claims
 
 logger = logging.getLogger(__name__)
 from .validation import check_table, files_outside_hoodie
 
 
-def clean(ctx: TableContext, retain_commits: int) -> CleanPlan:
-    """Delete file slices that no snapshot of the last `retain_commits` instants reads. The new
-    earliest readable instant is recorded (under the table lock, so two cleaners never move it
-    back) before the first file goes, and marked complete after the last: a clean that dies is
-    finished by the next one. Then zombie files and tombstones of rolled-back writes go."""
+def clean(ctx: TableContext, policy: CleanPolicy) -> CleanPlan:
+    """Delete file slices that `policy` no longer retains, as Hudi records a clean: under the
+    table lock (so two cleaners never move the earliest retained instant back), the plan goes
+    into `<C>.clean.requested` and `.clean.inflight` before the first file goes, and
+    `<C>.clean` is written after the last. A clean that dies is finished by the next one.
+    Savepointed files stay. Then zombie files and tombstones of rolled-back writes go."""
     with TableLock(ctx.storage):
-        view = ctx.timeline.view()
-        state = ctx.clean_state()
-        earliest = state.get("earliest_retained")
-        unfinished = unreadable_from(view, earliest) if earliest and not state.get("complete", True) else []
+        unfinished = [i for i in ctx.timeline.service_instants(CLEAN) if not i.is_completed]
         completed, in_flight = first_write_in_flight(ctx.storage, ctx.timeline)
         # As Hudi: nothing at or after a write in flight counts, so a write that publishes
         # later into the retained range (a "hollow" commit) still has its replaced files cleaned.
         settled = [t for t in completed if in_flight is None or t < in_flight]
-        plan = plan_clean(view, settled, retain_commits, earliest)
-        doomed = unfinished + plan.files_to_delete
-        if doomed:
-            _record_clean(ctx, plan.earliest_retained, complete=False)  # from here on, older instants are unreadable
-    for base_file in doomed:
-        ctx.storage.delete_file(base_file.path)
-        faults.reach("clean")
-    if doomed:
-        with TableLock(ctx.storage):
-            if ctx.earliest_retained() == plan.earliest_retained:
-                _record_clean(ctx, plan.earliest_retained, complete=True)
+        view = ctx.timeline.view(settled[-1] if settled and in_flight else None)
+        plan = plan_clean(view, settled, policy, ctx.earliest_retained(), savepointed_files(ctx.timeline))
+        if plan.files_to_delete:
+            instant = Instant(reserve_service_time(ctx.storage, CLEAN), CLEAN, REQUESTED)
+            record = cleaner_plan_record(plan, {i.timestamp: i.action for i in ctx.timeline.completed()}, ctx.storage)
+            ctx.timeline.write_service_instant(instant, CLEANER_PLAN, record)  # from here on, older instants are unreadable
+            ctx.timeline.write_service_instant(replace(instant, state=INFLIGHT), CLEANER_PLAN, record)
+            unfinished.append(replace(instant, state=INFLIGHT))
+    for instant in unfinished:
+        _finish_clean(ctx, instant, completed[-1] if completed else "")
     remove_zombie_files(ctx)
-    for instant in rolled_back_claims(ctx.storage):  # kept only so that the time was not handed out again
-        if completed and instant < completed[-1]:
-            ctx.storage.delete_file(writer_path(instant))
+    for claim in rolled_back_claims(ctx.storage):  # kept only so that the time was not handed out again
+        if completed and claim < completed[-1]:
+            ctx.storage.delete_file(writer_path(claim))
     return plan
 
 
-def _record_clean(ctx: TableContext, earliest_retained: str, complete: bool) -> None:
-    body = {"earliest_retained": earliest_retained, "complete": complete}
-    ctx.storage.write_atomic(CLEAN_STATE, json.dumps(body).encode(), TMP_DIR)
+def _finish_clean(ctx: TableContext, instant: Instant, last_completed: str) -> None:
+    """Delete what a clean instant's plan lists, then complete it."""
+    begun = time.time()
+    plan = ctx.timeline.service_metadata(instant)
+    outcome = {}
+    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+        names = [posixpath.basename(info["filePath"]) for info in infos]
+        deleted = []
+        for name in names:
+            path = posixpath.join(partition, name) if partition else name
+            if ctx.storage.exists(path):
+                ctx.storage.delete_file(path)
+                deleted.append(name)
+            faults.reach("clean")
+        outcome[partition] = (names, deleted)
+    earliest = plan["earliestInstantToRetain"]
+    record = clean_metadata_record(instant.timestamp, plan["policy"], earliest["timestamp"] if earliest else "",
+                                   last_completed, outcome, int((time.time() - begun) * 1000))
+    with TableLock(ctx.storage):
+        done = replace(instant, state=COMPLETED)
+        if done not in ctx.timeline.service_instants(CLEAN):
+            ctx.timeline.write_service_instant(done, CLEAN_METADATA, record)
+
+
+def cleaner_plan_record(plan: CleanPlan, actions: dict, storage) -> dict:
+    """A HoodieCleanerPlan: the earliest retained instant and the files to delete per partition."""
+    per_partition: dict = {}
+    for base_file in plan.files_to_delete:
+        per_partition.setdefault(base_file.partition, []).append(
+            {"filePath": storage.uri(base_file.path), "isBootstrapBaseFile": False})
+    earliest = plan.earliest_retained
+    return {
+        "earliestInstantToRetain": None if earliest is None else
+        {"timestamp": earliest, "action": actions.get(earliest, COMMIT), "state": COMPLETED},
+        "policy": plan.policy, "filesToBeDeletedPerPartition": None, "version": 2,
+        "filePathsToBeDeletedPerPartition": per_partition, "partitionsToBeDeleted": [],
+    }
+
+
+def clean_metadata_record(instant: str, policy: str, earliest: str, last_completed: str, outcome: dict,
+                          took_ms: int) -> dict:
+    """A HoodieCleanMetadata: per partition, the files planned and the files this clean deleted
+    (one that an earlier attempt deleted counts as planned only)."""
+    return {
+        "policy": policy, "startCleanTime": instant, "timeTakenInMillis": took_ms,
+        "totalFilesDeleted": sum(len(deleted) for _, deleted in outcome.values()),
+        "earliestCommitToRetain": earliest, "lastCompletedCommitTimestamp": last_completed,
+        "partitionMetadata": {partition: {
+            "partitionPath": partition, "policy": policy, "deletePathPatterns": names,
+            "successDeleteFiles": deleted, "failedDeleteFiles": [], "isPartitionDeleted": False,
+        } for partition, (names, deleted) in outcome.items()},
+        "version": 2, "bootstrapPartitionMetadata": None,
+    }
 
 
 @dataclass(frozen=True)
 class TableServices:
     """The services a writer runs inline after each commit, as Hudi's writer does (dbt runs
-    them after every model build): the cleaner, then archival."""
+    them after every model build): clustering when due, the cleaner, then archival."""
 
     retain_commits: int = DEFAULT_RETAIN_COMMITS  # the cleaner keeps the last N instants readable
+    cleaner_policy: str = KEEP_LATEST_COMMITS  # or KEEP_LATEST_BY_HOURS, KEEP_LATEST_FILE_VERSIONS
+    retain_hours: int = DEFAULT_RETAIN_HOURS  # KEEP_LATEST_BY_HOURS: instants of the last N hours stay readable
+    retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS  # KEEP_LATEST_FILE_VERSIONS: slices per file group
     keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS  # archival: instants left on the active timeline
     keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS  # ... once more than this many are there
     cluster_every: int = 0  # clustering after every N commits (0: never inline)
     cluster_by: Tuple[str, ...] = ()  # the columns clustering sorts each partition's rows by
 
+    @property
+    def clean_policy(self) -> CleanPolicy:
+        return CleanPolicy(self.cleaner_policy.upper(), self.retain_commits, self.retain_hours, self.retain_file_versions)
+
     def check(self) -> None:
-        if self.retain_commits < 1:
-            raise ConfigurationError("retain_commits must be at least 1")
+        self.clean_policy.check()
         check_keep(self.keep_min_commits, self.keep_max_commits)
         if self.cluster_every < 0:
             raise ConfigurationError("cluster_every must be 0 (no inline clustering) or more")
-        if self.keep_min_commits <= self.retain_commits:  # as Hudi requires: archival waits for the cleaner
+        if self.clean_policy.name == KEEP_LATEST_COMMITS and self.keep_min_commits <= self.retain_commits:  # as Hudi requires: archival waits for the cleaner
             raise ConfigurationError(f"keep_min_commits ({self.keep_min_commits}) must be greater than retain_commits "
                                      f"({self.retain_commits}): instants the cleaner retains stay on the active timeline")
 
@@ -104,7 +180,7 @@ def run_services(ctx: TableContext, services: TableServices) -> None:
             cluster(ctx, services.cluster_by)
         except ConcurrentWriteError as err:  # a write to the same file groups won; the next run clusters
             logger.warning("table %s: clustering gave way to a concurrent write: %s", ctx.name, err)
-    clean(ctx, services.retain_commits)
+    clean(ctx, services.clean_policy)
     archive(ctx, services.keep_min_commits, services.keep_max_commits)
 
 
@@ -179,13 +255,18 @@ def _archivable_before(ctx: TableContext, view: FileSystemView, completed: List[
     """Instants before this may be archived: the cleaner removed every file they made
     unreadable (Hudi's readers would read a replaced file group again once the replacecommit
     is archived). That is the cleaner's earliest retained instant once its clean finished;
-    without one, the latest instant if nothing older is unreadable."""
+    without one, the latest instant if nothing older is unreadable. Never past a savepoint."""
     state = ctx.clean_state()
     if state.get("earliest_retained"):
-        return state["earliest_retained"] if state.get("complete", True) else None
-    if completed and not unreadable_from(view, completed[-1]):
-        return completed[-1]
-    return None
+        before = state["earliest_retained"] if state.get("complete", True) else None
+    elif completed and not unreadable_from(view, completed[-1]):
+        before = completed[-1]
+    else:
+        before = None
+    savepoints = ctx.timeline.savepoints()
+    if before is not None and savepoints:
+        before = min(before, savepoints[0])
+    return before
 
 
 def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
@@ -231,7 +312,9 @@ def validate(ctx: TableContext) -> List[str]:
     """Problems that make the table ill-formed (empty when it is well-formed)."""
     earliest = ctx.earliest_retained()
     commits = ctx.timeline.commits()
-    readable = [i.timestamp for i in ctx.timeline.completed() if earliest is None or i.timestamp >= earliest]
+    savepoints = set(ctx.timeline.savepoints())
+    readable = [i.timestamp for i in ctx.timeline.completed()
+                if earliest is None or i.timestamp >= earliest or i.timestamp in savepoints]
     required = {f.path for t in readable for f in ctx.timeline.view(t).latest_base_files()}
     if earliest is None:
         required |= {s.path for _, m in commits for s in m.write_stats}
@@ -253,6 +336,7 @@ def history(ctx: TableContext) -> List[dict]:
     if archived.through is not None:
         out.append({"instant": archived.first, "action": "archived", "state": "ARCHIVED",
                     "operation": f"{archived.count} instants to {archived.through}"})
+    entries = []
     for i in ctx.timeline.instants():
         entry = {"instant": i.timestamp, "action": i.action, "state": i.state}
         if i.is_completed:
@@ -261,8 +345,29 @@ def history(ctx: TableContext) -> List[dict]:
                 operation=m.operation, files_written=len(m.write_stats), rows_written=m.num_writes,
                 file_groups_replaced=sum(len(v) for v in m.replaced_file_ids.values()),
             )
-        out.append(entry)
-    return out
+        entries.append(entry)
+    for action in SERVICE_ACTIONS:
+        for i in ctx.timeline.service_instants(action):
+            entries.append({"instant": i.timestamp, "action": i.action, "state": i.state,
+                            **_service_summary(ctx.timeline.service_metadata(i) if i.action != SAVEPOINT else {}, i)})
+    order = {action: n for n, action in enumerate(("commit", "replacecommit") + SERVICE_ACTIONS)}
+    return out + sorted(entries, key=lambda e: (e["instant"], order[e["action"]]))
+
+
+def _service_summary(record: dict, instant: Instant) -> dict:
+    """What a clean, savepoint or restore instant did, in the timeline's columns."""
+    if instant.action == CLEAN:
+        if instant.is_completed:
+            return {"operation": f"retain from {record['earliestCommitToRetain']}",
+                    "files_deleted": record["totalFilesDeleted"]}
+        earliest = record["earliestInstantToRetain"]
+        return {"operation": f"retain from {earliest['timestamp'] if earliest else '?'}"}
+    if instant.action == RESTORE:
+        target = (record.get("extraMetadata") or {}).get("savepointToRestoreTimestamp") \
+            or record.get("savepointToRestoreTimestamp")
+        rolled = record.get("instantsToRollback") or []
+        return {"operation": f"restore to {target}", "instants_rolled_back": len(rolled)}
+    return {"operation": "savepoint"}
 
 
 SIZE_BUCKETS_MB = (1, 8, 32, 64, 100, 120)  # the histogram's upper bounds; the last bucket is open

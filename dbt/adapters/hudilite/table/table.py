@@ -17,10 +17,19 @@ from . import clustering
 from . import insert as inserts
 from . import maintenance
 from . import properties as props
+from . import restore as restoring
+from . import savepoint as savepointing
 from . import update as updates
 from . import upsert as upserts
 from .archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, java_archive_files
-from .cleaner import DEFAULT_RETAIN_COMMITS, CleanPlan
+from .cleaner import (
+    DEFAULT_RETAIN_COMMITS,
+    DEFAULT_RETAIN_FILE_VERSIONS,
+    DEFAULT_RETAIN_HOURS,
+    KEEP_LATEST_COMMITS,
+    CleanPlan,
+    CleanPolicy,
+)
 from .commit import UPSERT, CommitMetadata
 from .context import TableContext, schema_mode
 from .environment import check_python_workers
@@ -293,9 +302,33 @@ class HudiTable:
         the cleaner, archival."""
         maintenance.run_services(self.context, services)
 
-    def clean(self, retain_commits: int = DEFAULT_RETAIN_COMMITS) -> CleanPlan:
-        """Delete file slices that no snapshot of the last `retain_commits` instants reads."""
-        return maintenance.clean(self.context, retain_commits)
+    def clean(self, retain_commits: int = DEFAULT_RETAIN_COMMITS, policy: str = KEEP_LATEST_COMMITS,
+              retain_hours: int = DEFAULT_RETAIN_HOURS, retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS
+              ) -> CleanPlan:
+        """Delete file slices the cleaner `policy` no longer retains (Hudi's: the default keeps
+        every snapshot of the last `retain_commits` instants readable; see `cleaner`), never a
+        savepointed one; recorded as a `.clean` instant."""
+        return maintenance.clean(self.context, CleanPolicy(policy.upper(), retain_commits, retain_hours,
+                                                           retain_file_versions))
+
+    def savepoint(self, as_of=None, comments: str = "") -> str:
+        """Savepoint the latest completed instant at or before `as_of` (default: the latest):
+        the cleaner and archival keep its snapshot until the savepoint is deleted. Returns it."""
+        return savepointing.create_savepoint(self.context, as_of, comments)
+
+    def savepoints(self) -> List[str]:
+        return self.context.timeline.savepoints()
+
+    def delete_savepoint(self, instant: str) -> str:
+        """Drop a savepoint; from then on the cleaner and archival may take its snapshot."""
+        savepointing.delete_savepoint(self.context, instant)
+        return instant
+
+    def restore(self, as_of) -> List[str]:
+        """Take the table back to the latest completed instant at or before `as_of` (a savepoint,
+        or an instant still readable): later commits, their files and index entries go.
+        Returns the instants rolled back, newest first."""
+        return restoring.restore(self.context, as_of)
 
     def archive(self, keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS,
                 keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS) -> List[str]:

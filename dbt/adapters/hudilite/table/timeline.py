@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
+from . import avro_metadata
 from .archival import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
@@ -19,6 +20,7 @@ from .instant import (
     COMPLETED,
     INFLIGHT,
     REQUESTED,
+    SAVEPOINT,
     Instant,
     instant_file_name,
     parse_instant_file_name,
@@ -29,6 +31,20 @@ from .layout import ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
 from .storage import Storage
 
 _STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
+
+
+def _most_advanced(names: List[str], actions, after: Optional[str] = None) -> List[Instant]:
+    """The instants of `actions` among `.hoodie/` file names (newer than `after`), each in its
+    most advanced state, oldest first."""
+    latest: Dict[str, Instant] = {}
+    for name in names:
+        instant = parse_instant_file_name(name)
+        if instant is None or instant.action not in actions or (after is not None and instant.timestamp <= after):
+            continue
+        known = latest.get(instant.timestamp)
+        if known is None or _STATE_RANK[instant.state] > _STATE_RANK[known.state]:
+            latest[instant.timestamp] = instant
+    return sorted(latest.values(), key=lambda i: i.timestamp)
 
 
 class Timeline:
@@ -57,20 +73,29 @@ class Timeline:
         # the view already covers, which are dropped, never loses one.
         names = self.storage.list_names(HOODIE_DIR)
         archived = self.archived()
-        latest: Dict[str, Instant] = {}
-        for name in names:
-            instant = parse_instant_file_name(name)
-            if instant is None or instant.action not in ACTIONS:
-                continue
-            if archived.through is not None and instant.timestamp <= archived.through:
-                continue  # archived; its files outlived an archival that died
-            known = latest.get(instant.timestamp)
-            if known is None or _STATE_RANK[instant.state] > _STATE_RANK[known.state]:
-                latest[instant.timestamp] = instant
-        return archived, sorted(latest.values(), key=lambda i: i.timestamp)
+        # An archived instant's files may outlive an archival that died: they are not active.
+        return archived, _most_advanced(names, ACTIONS, after=archived.through)
 
     def completed(self) -> List[Instant]:
         return [i for i in self.instants() if i.is_completed]
+
+    # ---- the table services' instants: Avro metadata, not part of any snapshot ----------------
+    def service_instants(self, action: str) -> List[Instant]:
+        """The clean, savepoint or restore instants, each in its most advanced state, oldest first."""
+        return _most_advanced(self.storage.list_names(HOODIE_DIR), (action,))
+
+    def savepoints(self) -> List[str]:
+        """The savepointed instants (`savepoint`), oldest first."""
+        return [i.timestamp for i in self.service_instants(SAVEPOINT) if i.is_completed]
+
+    def service_metadata(self, instant: Instant) -> dict:
+        """The Avro record in a service instant's file (a plan while requested or inflight)."""
+        return avro_metadata.decode(self.storage.read_bytes(posixpath.join(HOODIE_DIR, instant.file_name)))
+
+    def write_service_instant(self, instant: Instant, schema: Optional[dict] = None, record: Optional[dict] = None) -> None:
+        """Write a service instant's file, by atomic rename: a plan is read back to finish the work."""
+        body = b"" if schema is None else avro_metadata.encode(schema, record)
+        self.storage.write_atomic(posixpath.join(HOODIE_DIR, instant.file_name), body, TMP_DIR)
 
     def pending(self) -> List[Instant]:
         return [i for i in self.instants() if not i.is_completed]

@@ -29,8 +29,8 @@ from . import faults
 from .commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError, CorruptTableError
-from .instant import INFLIGHT, Instant, next_instant_time
-from .layout import WRITERS_DIR, markers_dir, writer_instant, writer_path
+from .instant import INFLIGHT, RESTORE, Instant, is_instant_time, next_instant_time
+from .layout import HOODIE_DIR, WRITERS_DIR, markers_dir, writer_instant, writer_path
 from .lock import TableLock
 from .storage import Storage
 from .timeline import Timeline
@@ -78,6 +78,22 @@ def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[st
         completed = again
     holes = sorted(in_flight - set(completed))  # a claim outlives its publish by a moment
     return completed, holes[0] if holes else None
+
+
+def _claim_time(storage: Storage, owner: dict) -> str:
+    """A new instant time, later than every instant and claim, claimed exclusively."""
+    while True:
+        on_timeline = [name[:17] for name in storage.list_names(HOODIE_DIR) if is_instant_time(name[:17])]
+        seen = on_timeline + claimed_instants(storage)
+        candidate = next_instant_time(max(seen) if seen else None)
+        if storage.create_exclusive(writer_path(candidate), json.dumps(owner).encode()):
+            return candidate
+
+
+def reserve_service_time(storage: Storage, action: str) -> str:
+    """An instant time for a table service (clean, restore): claimed like a write's, and a
+    tombstone from the start, since no write will publish under it."""
+    return _claim_time(storage, {"state": ROLLED_BACK, "service": action})
 
 
 def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
@@ -184,12 +200,8 @@ class WriteTransaction:
         return self
 
     def _claim(self) -> str:
-        owner = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "state": "writing"}).encode()
-        while True:
-            seen = [i.timestamp for i in self.timeline.instants()] + claimed_instants(self.storage)
-            candidate = next_instant_time(max(seen) if seen else None)
-            if self.storage.create_exclusive(writer_path(candidate), owner):
-                return candidate
+        owner = {"host": socket.gethostname(), "pid": os.getpid(), "state": "writing"}
+        return _claim_time(self.storage, owner)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_interval_s):
@@ -216,6 +228,7 @@ class WriteTransaction:
         checked = self._check_conflicts(metadata, set())
         with TableLock(self.storage):
             self._refuse_if_rolled_back()
+            self._refuse_if_restored()
             self._check_conflicts(metadata, checked)
             reason = self.check() if self.check else None
             if reason:
@@ -248,6 +261,20 @@ class WriteTransaction:
         if _rolled_back(self.storage, self.instant) or self.instant not in {i.timestamp for i in self.timeline.pending()}:
             raise ConcurrentWriteError(f"instant {self.instant} was rolled back by another writer (its heartbeat "
                                        "stopped for too long); nothing of it was published")
+
+    def _refuse_if_restored(self) -> None:
+        """A restore under way, or one since the write began that removed instants it read
+        from (`restore`): the write would bring back what the restore took away."""
+        restores = self.timeline.service_instants(RESTORE)
+        if restores and not restores[-1].is_completed:
+            raise ConcurrentWriteError(f"instant {self.instant}: a restore of the table is under way; nothing of "
+                                       "this write was published")
+        completed = {i.timestamp for i in self.timeline.completed()}
+        archived_through = self.timeline.archived().through or ""
+        gone = sorted(t for t in self.seen if t not in completed and t > archived_through)
+        if gone:
+            raise ConcurrentWriteError(f"instant {self.instant}: the table was restored to before {gone[0]} while "
+                                       "this write ran; nothing of it was published")
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self._stop.set()

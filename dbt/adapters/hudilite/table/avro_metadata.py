@@ -1,0 +1,115 @@
+"""The Avro-encoded timeline metadata of Hudi's table services: cleaner plans and clean
+metadata, savepoints, restore plans and restore metadata.
+
+Hudi serializes each of these as an Avro object container file (schema embedded, no codec)
+in the instant's file under `.hoodie/`; commits and replacecommits stay JSON. The schemas are
+Hudi's own (`org.apache.hudi.avro.model`), so Java Hudi reads what we write and we read what
+it writes.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Dict
+
+import fastavro
+
+_NAMESPACE = "org.apache.hudi.avro.model"
+_STRINGS = {"type": "array", "items": "string"}
+
+
+def _record(name: str, fields: list) -> dict:
+    return {"type": "record", "name": name, "namespace": _NAMESPACE, "fields": fields}
+
+
+def _optional(name: str, avro_type, default=None) -> dict:
+    return {"name": name, "type": ["null", avro_type], "default": default}
+
+
+_VERSION = {"name": "version", "type": ["int", "null"], "default": 1}
+_ACTION_INSTANT = _record("HoodieActionInstant", [
+    {"name": "timestamp", "type": "string"}, {"name": "action", "type": "string"}, {"name": "state", "type": "string"}])
+_CLEAN_FILE_INFO = _record("HoodieCleanFileInfo", [
+    _optional("filePath", "string"), _optional("isBootstrapBaseFile", "boolean")])
+_CLEAN_PARTITION = _record("HoodieCleanPartitionMetadata", [
+    {"name": "partitionPath", "type": "string"},
+    {"name": "policy", "type": "string"},
+    {"name": "deletePathPatterns", "type": _STRINGS},
+    {"name": "successDeleteFiles", "type": _STRINGS},
+    {"name": "failedDeleteFiles", "type": _STRINGS},
+    _optional("isPartitionDeleted", "boolean")])
+_INSTANT_INFO = _record("HoodieInstantInfo", [
+    {"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}])
+_ROLLBACK_PARTITION = _record("HoodieRollbackPartitionMetadata", [
+    {"name": "partitionPath", "type": "string"},
+    {"name": "successDeleteFiles", "type": _STRINGS},
+    {"name": "failedDeleteFiles", "type": _STRINGS},
+    _optional("rollbackLogFiles", {"type": "map", "values": "long"}),
+    _optional("writtenLogFiles", {"type": "map", "values": "long"})])
+_ROLLBACK = _record("HoodieRollbackMetadata", [
+    {"name": "startRollbackTime", "type": "string"},
+    {"name": "timeTakenInMillis", "type": "long"},
+    {"name": "totalFilesDeleted", "type": "int"},
+    {"name": "commitsRollback", "type": _STRINGS},
+    {"name": "partitionMetadata", "type": {"type": "map", "values": _ROLLBACK_PARTITION}},
+    _VERSION,
+    {"name": "instantsRollback", "type": {"type": "array", "items": _INSTANT_INFO}, "default": []}])
+
+CLEANER_PLAN = _record("HoodieCleanerPlan", [
+    _optional("earliestInstantToRetain", _ACTION_INSTANT),
+    {"name": "policy", "type": "string"},
+    _optional("filesToBeDeletedPerPartition", {"type": "map", "values": _STRINGS}),  # deprecated by Hudi
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    _optional("filePathsToBeDeletedPerPartition", {"type": "map", "values": {"type": "array", "items": _CLEAN_FILE_INFO}}),
+    _optional("partitionsToBeDeleted", _STRINGS)])
+CLEAN_METADATA = _record("HoodieCleanMetadata", [
+    {"name": "policy", "type": "string", "default": ""},
+    {"name": "startCleanTime", "type": "string"},
+    {"name": "timeTakenInMillis", "type": "long"},
+    {"name": "totalFilesDeleted", "type": "int"},
+    {"name": "earliestCommitToRetain", "type": "string"},
+    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+    {"name": "partitionMetadata", "type": {"type": "map", "values": _CLEAN_PARTITION}},
+    _VERSION,
+    _optional("bootstrapPartitionMetadata", {"type": "map", "values": "HoodieCleanPartitionMetadata"})])
+SAVEPOINT_METADATA = _record("HoodieSavepointMetadata", [
+    {"name": "savepointedBy", "type": "string"},
+    {"name": "savepointedAt", "type": "long"},
+    {"name": "comments", "type": "string"},
+    {"name": "partitionMetadata", "type": {"type": "map", "values": _record("HoodieSavepointPartitionMetadata", [
+        {"name": "partitionPath", "type": "string"},
+        {"name": "savepointDataFile", "type": _STRINGS}])}},
+    _VERSION])
+RESTORE_PLAN = _record("HoodieRestorePlan", [
+    {"name": "instantsToRollback", "type": {"type": "array", "items": _INSTANT_INFO}, "default": []},
+    {"name": "version", "type": ["int", "null"], "default": 2},
+    {"name": "savepointToRestoreTimestamp", "type": ["string", "null"], "default": None}])
+RESTORE_METADATA = _record("HoodieRestoreMetadata", [
+    {"name": "startRestoreTime", "type": "string"},
+    {"name": "timeTakenInMillis", "type": "long"},
+    {"name": "instantsToRollback", "type": _STRINGS},
+    {"name": "hoodieRestoreMetadata", "type": {"type": "map", "values": {"type": "array", "items": ["null", _ROLLBACK]}}},
+    _VERSION,
+    {"name": "restoreInstantInfo", "type": {"type": "array", "items": "HoodieInstantInfo"}, "default": []},
+    _optional("extraMetadata", {"type": "map", "values": "string"})])
+
+_PARSED: Dict[str, dict] = {}
+
+
+def encode(schema: dict, record: dict) -> bytes:
+    """One record as Hudi writes timeline metadata: an Avro container file, uncompressed."""
+    parsed = _PARSED.get(schema["name"])
+    if parsed is None:
+        parsed = _PARSED[schema["name"]] = fastavro.parse_schema(schema)
+    out = io.BytesIO()
+    fastavro.writer(out, parsed, [record], codec="null")
+    return out.getvalue()
+
+
+def decode(data: bytes) -> dict:
+    """The record of an Avro container file written by `encode` or by Hudi (the writer's
+    schema is embedded, so older and newer Hudi versions' files read alike)."""
+    records = list(fastavro.reader(io.BytesIO(data)))
+    if len(records) != 1:
+        raise ValueError(f"expected one Avro record, found {len(records)}")
+    return records[0]

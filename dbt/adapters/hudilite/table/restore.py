@@ -1,0 +1,143 @@
+"""Restore: take the table back to a completed instant, as Hudi's restore does.
+
+Every later commit is rolled back, newest first: its files get markers (the base files it
+wrote and its index deltas), its completed instant file goes, which makes it a pending
+instant that `transaction.rollback` removes with its files. Readers meanwhile see the table as
+of some instant between the latest and the target, never a half-removed one. A restore is
+recorded as Hudi records it: `<R>.restore.requested` and `.restore.inflight` hold the plan
+(a HoodieRestorePlan), `<R>.restore` the outcome (a HoodieRestoreMetadata). Until it
+completes, writes are refused; running it again finishes it.
+
+The record index is rolled back with the commits: their deltas go, and a base newer than the
+target is rebuilt from the restored snapshot. Savepoints of removed instants go too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from dataclasses import replace
+from typing import Dict, List, Optional
+
+from . import faults
+from .avro_metadata import RESTORE_METADATA, RESTORE_PLAN
+from .context import TableContext
+from .errors import ConcurrentWriteError, TimelineError
+from .instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
+from .layout import HOODIE_DIR, PRIVATE_DIR, index_file_name, marker_path
+from .lock import TableLock
+from .savepoint import remove_savepoint_files
+from .transaction import first_write_in_flight, marked_files, reserve_service_time, rollback, rollback_dead_writers
+
+DELTA = "delta"
+
+
+def pending_restore(ctx: TableContext) -> Optional[Instant]:
+    """A restore that has not finished, if any."""
+    restores = ctx.timeline.service_instants(RESTORE)
+    return restores[-1] if restores and not restores[-1].is_completed else None
+
+
+def restore(ctx: TableContext, as_of) -> List[str]:
+    """Restore the table to the latest completed instant at or before `as_of`: a savepoint, or
+    an instant the cleaner kept readable. Returns the instants rolled back, newest first."""
+    rollback_dead_writers(ctx.storage, ctx.timeline)
+    started = time.time()
+    with TableLock(ctx.storage):
+        unfinished = pending_restore(ctx)
+        if unfinished is not None:
+            instant, plan = unfinished, ctx.timeline.service_metadata(unfinished)
+            target = plan["savepointToRestoreTimestamp"]
+            wanted = ctx.timeline.resolve(as_of)
+            if wanted != target:
+                raise TimelineError(f"table {ctx.name}: a restore to {target} is unfinished; restore to {target} "
+                                    f"first (it finishes that one), then to {wanted}")
+        else:
+            target = ctx.resolve_instant(as_of)
+            _refuse_writes_in_flight(ctx)
+            later = [i for i in ctx.timeline.completed() if i.timestamp > target]
+            if not later:
+                return []
+            plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in reversed(later)],
+                    "version": 2, "savepointToRestoreTimestamp": target}
+            instant = Instant(reserve_service_time(ctx.storage, RESTORE), RESTORE, REQUESTED)
+            ctx.timeline.write_service_instant(instant, RESTORE_PLAN, plan)
+            instant = replace(instant, state=INFLIGHT)
+            ctx.timeline.write_service_instant(instant, RESTORE_PLAN, plan)
+        deleted = {}
+        for entry in plan["instantsToRollback"]:  # newest first
+            deleted[entry["commitTime"]] = _roll_back_commit(ctx, entry["commitTime"], entry["action"])
+            faults.reach("restore")
+        for savepointed in ctx.timeline.savepoints():
+            if savepointed > target:
+                remove_savepoint_files(ctx, savepointed)
+    _restore_index(ctx, target)
+    with TableLock(ctx.storage):
+        ctx.timeline.write_service_instant(replace(instant, state=COMPLETED), RESTORE_METADATA,
+                                           restore_metadata_record(instant.timestamp, plan, deleted, started))
+    return [entry["commitTime"] for entry in plan["instantsToRollback"]]
+
+
+def _refuse_writes_in_flight(ctx: TableContext) -> None:
+    _, in_flight = first_write_in_flight(ctx.storage, ctx.timeline)
+    if in_flight is not None:
+        raise ConcurrentWriteError(f"table {ctx.name}: instant {in_flight} is being written; restore once it "
+                                   "has finished (a write whose writer died is rolled back after its heartbeat times out)")
+
+
+def _roll_back_commit(ctx: TableContext, timestamp: str, action: str) -> Dict[str, List[str]]:
+    """Roll back one completed commit (already rolled back when its instant is gone). Returns
+    the base files removed per partition."""
+    instant = Instant(timestamp, action, COMPLETED)
+    path = posixpath.join(HOODIE_DIR, instant.file_name)
+    if ctx.storage.exists(path):
+        metadata = ctx.timeline.metadata(instant)
+        files = [s.path for s in metadata.write_stats] + _index_deltas(ctx, timestamp)
+        for file_path in files:  # what `rollback` deletes
+            ctx.storage.write_bytes(marker_path(timestamp, file_path), b"")
+        ctx.storage.delete_file(path)  # from here on the instant is pending, its files invisible
+    pending = {i.timestamp: i for i in ctx.timeline.pending()}
+    removed: Dict[str, List[str]] = {}
+    if timestamp in pending:
+        for file_path in marked_files(ctx.storage, timestamp):
+            if not file_path.startswith(PRIVATE_DIR + "/"):
+                partition, name = posixpath.split(file_path)
+                removed.setdefault(partition, []).append(name)
+        rollback(ctx.storage, ctx.timeline, pending[timestamp])
+    return removed
+
+
+def _index_deltas(ctx: TableContext, timestamp: str) -> List[str]:
+    """The index files a commit wrote (one delta per shard or partition folder)."""
+    if not ctx.index.is_built():
+        return []
+    name = index_file_name(timestamp, DELTA)
+    return [p for p in ctx.storage.list_files_recursive(ctx.index.ROOT) if posixpath.basename(p) == name]
+
+
+def _restore_index(ctx: TableContext, target: str) -> None:
+    """An index base newer than the target holds keys of removed commits: rebuild it."""
+    state = ctx.index.state()
+    if state and state["base_instant"] > target:
+        ctx.build_index(state.get("num_shards") or None)
+
+
+def restore_metadata_record(instant: str, plan: dict, deleted: Dict[str, Dict[str, List[str]]], started: float) -> dict:
+    took_ms = int((time.time() - started) * 1000)
+    rollbacks = {}
+    for entry in plan["instantsToRollback"]:
+        removed = deleted.get(entry["commitTime"], {})
+        rollbacks[entry["commitTime"]] = [{
+            "startRollbackTime": instant, "timeTakenInMillis": took_ms,
+            "totalFilesDeleted": sum(len(v) for v in removed.values()), "commitsRollback": [entry["commitTime"]],
+            "partitionMetadata": {p: {"partitionPath": p, "successDeleteFiles": names, "failedDeleteFiles": [],
+                                      "rollbackLogFiles": None, "writtenLogFiles": None}
+                                  for p, names in removed.items()},
+            "version": 1, "instantsRollback": [entry],
+        }]
+    return {
+        "startRestoreTime": instant, "timeTakenInMillis": took_ms,
+        "instantsToRollback": [e["commitTime"] for e in plan["instantsToRollback"]],
+        "hoodieRestoreMetadata": rollbacks, "version": 1, "restoreInstantInfo": plan["instantsToRollback"],
+        "extraMetadata": {"savepointToRestoreTimestamp": plan["savepointToRestoreTimestamp"]},
+    }
