@@ -83,7 +83,7 @@ def main():
                 if name == "on":
                     spent += timed(lambda: table.run_services(services))[0]
                 append_s[name].append(spent)
-            if hour >= HOURS_PER_DAY and (hour < 11 or hour >= appends - 10):
+            if HOURS_PER_DAY <= hour < HOURS_PER_DAY + 10 or hour >= appends - 10:  # early: the first full day
                 day = (dt.date(2026, 1, 1) + dt.timedelta(days=hour // HOURS_PER_DAY - 1)).isoformat()
                 for name, table in tables.items():
                     read_s[name].append((hour, timed(lambda: read_day(table, day))[0]))
@@ -112,9 +112,8 @@ def summarize(tables, append_s, read_s, count_s, appends, rows):
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, table in tables.items():
         a_early, a_late = statistics.median(append_s[name][early]), statistics.median(append_s[name][late])
-        reads = [t for h, t in read_s[name]]
-        r_early = statistics.median(reads[: len(reads) // 2]) if reads else float("nan")
-        r_late = statistics.median(reads[len(reads) // 2:]) if reads else float("nan")
+        r_early = statistics.median([t for h, t in read_s[name] if h < HOURS_PER_DAY + 10])
+        r_late = statistics.median([t for h, t in read_s[name] if h >= appends - 10])
         counts = [t for h, t in count_s[name]]
         active = len(table.timeline())
         lines.append(f"| {name} | {a_early:.2f} s | {a_late:.2f} s | {a_late / a_early:.2f}x | {r_early:.3f} s | "

@@ -258,12 +258,14 @@ def test_the_cli_savepoints_restores_and_shows_the_service_instants(spark, tmp_p
     assert f"savepointed {first}" in capsys.readouterr().out
     table.upsert(customers(spark, [(1, "b", "us")]))
     table.upsert(customers(spark, [(2, "c", "us")]))
+    table.upsert(customers(spark, [(1, "d", "us")]))
     assert cli.main(["clean", table.path, "--retain", "1"]) == 0
     assert cli.main(["timeline", table.path]) == 0
     out = capsys.readouterr().out
-    assert "savepoint" in out and "clean" in out
+    assert "deleted 1 files" in out  # the second slice of key 1's file group; the savepoint keeps the first
+    assert " savepoint " in out and " clean " in out
     assert cli.main(["restore", table.path, first]) == 0
-    assert "rolled back 2 instants" in capsys.readouterr().out
+    assert "rolled back 3 instants" in capsys.readouterr().out
     assert rows(HudiTable.open(spark, table.path)) == [(1, "a", "us")]
     assert cli.main(["savepoint", table.path, first, "--delete"]) == 0
     assert "savepoints: none" in capsys.readouterr().out
