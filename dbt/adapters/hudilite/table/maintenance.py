@@ -151,13 +151,13 @@ class TableServices:
     them after every model build): clustering when due, the cleaner, then archival."""
 
     retain_commits: int = DEFAULT_RETAIN_COMMITS  # the cleaner keeps the last N instants readable
-    cleaner_policy: str = KEEP_LATEST_COMMITS  # or KEEP_LATEST_BY_HOURS, KEEP_LATEST_FILE_VERSIONS
-    retain_hours: int = DEFAULT_RETAIN_HOURS  # KEEP_LATEST_BY_HOURS: instants of the last N hours stay readable
-    retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS  # KEEP_LATEST_FILE_VERSIONS: slices per file group
     keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS  # archival: instants left on the active timeline
     keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS  # ... once more than this many are there
     cluster_every: int = 0  # clustering after every N commits (0: never inline)
     cluster_by: Tuple[str, ...] = ()  # the columns clustering sorts each partition's rows by
+    cleaner_policy: str = KEEP_LATEST_COMMITS  # or KEEP_LATEST_BY_HOURS, KEEP_LATEST_FILE_VERSIONS
+    retain_hours: int = DEFAULT_RETAIN_HOURS  # KEEP_LATEST_BY_HOURS: instants of the last N hours stay readable
+    retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS  # KEEP_LATEST_FILE_VERSIONS: slices per file group
 
     @property
     def clean_policy(self) -> CleanPolicy:
