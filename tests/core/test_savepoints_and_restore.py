@@ -1,6 +1,7 @@
 """Savepoints, restore, and cleans recorded as Hudi records them (Avro instants). Each test
 checks the timeline files, the files on disk, the rows, the record index and hudi-rs."""
 
+import json
 import os
 
 import pytest
@@ -256,6 +257,8 @@ def test_the_cli_savepoints_restores_and_shows_the_service_instants(spark, tmp_p
     first = table.upsert(customers(spark, [(1, "a", "us")]))
     assert cli.main(["savepoint", table.path]) == 0
     assert f"savepointed {first}" in capsys.readouterr().out
+    assert cli.main(["stats", table.path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["savepoints"] == [first]
     table.upsert(customers(spark, [(1, "b", "us")]))
     table.upsert(customers(spark, [(2, "c", "us")]))
     table.upsert(customers(spark, [(1, "d", "us")]))

@@ -34,7 +34,8 @@ def format_stats(stats: dict) -> str:
     lines = [f"{stats['table']}: {stats['rows']} rows in {stats['files']} files, {stats['bytes']} bytes",
              f"timeline: {stats['active_instants']} active instants ({stats['pending_instants']} pending), "
              f"{stats['archived_instants']} archived" + (f" up to {stats['archived_through']}" if stats['archived_through'] else "")
-             + f"; earliest readable instant: {stats['earliest_readable_instant'] or 'the first'}",
+             + f"; earliest readable instant: {stats['earliest_readable_instant'] or 'the first'}"
+             + f"; savepoints: {', '.join(stats['savepoints']) or 'none'}",
              f"record index: {stats['index_bytes']} bytes",
              "file sizes: " + ", ".join(f"{k}: {v}" for k, v in stats["file_sizes"].items()),
              f"{'partition':<40}{'files':>7}{'rows':>12}{'bytes':>14}"]

@@ -398,5 +398,6 @@ def stats(ctx: TableContext) -> dict:
         "file_sizes": histogram,
         "active_instants": len(instants), "pending_instants": sum(not i.is_completed for i in instants),
         "archived_instants": archived.count, "archived_through": archived.through,
-        "earliest_readable_instant": ctx.earliest_retained(), "index_bytes": index_bytes,
+        "earliest_readable_instant": ctx.earliest_retained(), "savepoints": ctx.timeline.savepoints(),
+        "index_bytes": index_bytes,
     }
