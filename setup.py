@@ -15,6 +15,7 @@ setup(
         "pyarrow>=17",  # ParquetWriter.add_key_value_metadata (bloom footers)
         "pandas>=2.2,<3",  # pyspark needs it for mapInArrow
         "agate",
+        "fastavro>=1.9",  # Hudi's Avro timeline metadata: clean, savepoint and restore instants
     ],
     extras_require={"test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter"]},
     entry_points={"console_scripts": ["hudilite = dbt.adapters.hudilite.cli:main"]},
