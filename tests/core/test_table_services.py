@@ -8,7 +8,7 @@ import os
 import pytest
 
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, TableServices, TimelineError
-from dbt.adapters.hudilite.table import faults
+from dbt.adapters.hudilite.table import avro_metadata, faults
 from dbt.adapters.hudilite.table.file_sizing import FileSizing
 from dbt.adapters.hudilite.table.layout import ARCHIVED_DIR, ARCHIVED_VIEW
 from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow
@@ -217,6 +217,15 @@ def test_clustering_rewrites_small_file_groups_into_one_sorted_file_per_partitio
         p: sorted(ids) for p, ids in table.context.timeline.view(instants[-1]).live_file_ids().items()}
     files = table.latest_base_files()
     assert len(files) == 2 and all(f.instant == instant for f in files)
+    # The requested instant holds Hudi's Avro clustering plan: every replaced slice, the sort column.
+    with open(os.path.join(table.path, ".hoodie", f"{instant}.replacecommit.requested"), "rb") as f:
+        requested = avro_metadata.decode(f.read())
+    plan = requested["clusteringPlan"]
+    assert requested["operationType"] == "CLUSTER"
+    assert plan["strategy"]["strategyParams"] == {"hoodie.clustering.plan.strategy.sort.columns": "name"}
+    assert sorted(s["fileId"] for g in plan["inputGroups"] for s in g["slices"]) == \
+        sorted(i for ids in metadata.replaced_file_ids.values() for i in ids)
+    assert [g["numOutputFileGroups"] for g in plan["inputGroups"]] == [1, 1]
     # The rows are the same, meta columns and all, but for the file name; within a file they are sorted.
     def by_key(rows):
         return sorted((r.asDict() for r in rows), key=lambda r: r["id"])

@@ -1,5 +1,5 @@
 """The Avro-encoded timeline metadata of Hudi's table services: cleaner plans and clean
-metadata, savepoints, restore plans and restore metadata.
+metadata, savepoints, restore plans and restore metadata, clustering plans.
 
 Hudi serializes each of these as an Avro object container file (schema embedded, no codec)
 in the instant's file under `.hoodie/`; commits and replacecommits stay JSON. The schemas are
@@ -92,6 +92,34 @@ RESTORE_METADATA = _record("HoodieRestoreMetadata", [
     _VERSION,
     {"name": "restoreInstantInfo", "type": {"type": "array", "items": "HoodieInstantInfo"}, "default": []},
     _optional("extraMetadata", {"type": "map", "values": "string"})])
+
+_SLICE_INFO = _record("HoodieSliceInfo", [
+    _optional("dataFilePath", "string"),
+    _optional("deltaFilePaths", _STRINGS),
+    {"name": "fileId", "type": ["null", "string"]},
+    _optional("partitionPath", "string"),
+    _optional("bootstrapFilePath", "string"),
+    _VERSION])
+_CLUSTERING_GROUP = _record("HoodieClusteringGroup", [
+    _optional("slices", {"type": "array", "items": _SLICE_INFO}),
+    _optional("metrics", {"type": "map", "values": "double"}),
+    {"name": "numOutputFileGroups", "type": ["int", "null"], "default": 1},
+    _VERSION])
+_CLUSTERING_STRATEGY = _record("HoodieClusteringStrategy", [
+    _optional("strategyClassName", "string"),
+    _optional("strategyParams", {"type": "map", "values": "string"}),
+    _VERSION])
+_CLUSTERING_PLAN = _record("HoodieClusteringPlan", [
+    _optional("inputGroups", {"type": "array", "items": _CLUSTERING_GROUP}),
+    {"name": "strategy", "type": [_CLUSTERING_STRATEGY, "null"], "default": None},
+    _optional("extraMetadata", {"type": "map", "values": "string"}),
+    _VERSION,
+    _optional("preserveHoodieMetadata", "boolean")])
+REQUESTED_REPLACE_METADATA = _record("HoodieRequestedReplaceMetadata", [
+    {"name": "operationType", "type": ["null", "string"], "default": None},
+    {"name": "clusteringPlan", "type": [_CLUSTERING_PLAN, "null"], "default": None},
+    _optional("extraMetadata", {"type": "map", "values": "string"}),
+    _VERSION])
 
 _PARSED: Dict[str, dict] = {}
 

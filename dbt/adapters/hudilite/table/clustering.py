@@ -10,9 +10,9 @@ conflict like any two writes; the clustering is the one that gives way.
 
 The plan is made on the driver from the timeline alone: per partition, its file groups below
 `small_file_limit`, when there are at least two, in input groups of at most
-MAX_BYTES_PER_GROUP (one Spark task each). Deviation from Hudi: the requested instant is
-empty, as for every other hudilite instant, not Hudi's Avro clustering plan; Java readers see
-a replacecommit whose operation type is CLUSTER.
+MAX_BYTES_PER_GROUP (one Spark task each). As in Hudi, the requested instant holds the plan
+(an Avro HoodieRequestedReplaceMetadata: input groups, output file counts, sort columns);
+it is written once the plan is made, after the write claimed its instant.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from typing import List, Optional, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .avro_metadata import REQUESTED_REPLACE_METADATA
 from .commit import CLUSTER
 from .context import TableContext, resolve_columns
-from .file_group import FileGroup
+from .file_group import BaseFile, FileGroup
 from .file_sizing import FileSizing, average_record_bytes
 from .index import IndexChange
-from .instant import REPLACE_COMMIT
+from .instant import REPLACE_COMMIT, REQUESTED, Instant
 from .rows import CLUSTER_GROUP, CLUSTER_ROWS
 from .schema import FILE_NAME, quote
 from .writer import cluster_task, run_write_job
@@ -88,6 +89,9 @@ def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
             return None
         chosen = {f for c in plan for f in c.file_ids}
         files = [g.latest for g in view.live_groups() if g.file_id in chosen]
+        # As Hudi: the requested instant holds the plan (Java's clustering tools read it there).
+        ctx.timeline.write_service_instant(Instant(txn.instant, REPLACE_COMMIT, REQUESTED), REQUESTED_REPLACE_METADATA,
+                                           clustering_plan_record(plan, files, sort_columns, ctx.storage.uri))
         rows = _rows_by_group(ctx.read_files(files), data_schema.names, plan, sort_columns)
         spec = ctx.write_spec(txn.instant, rows_per_file=[c.rows_per_file for c in plan])
         stats = run_write_job(rows, spec, task=cluster_task)
@@ -98,6 +102,34 @@ def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
         ctx.commit(txn, CLUSTER, data_schema, stats, index_files, replaced)
     ctx.after_commit()
     return txn.instant
+
+
+SORT_AND_SIZE_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+
+
+def clustering_plan_record(plan: List[ClusteringGroup], files: List[BaseFile], sort_columns: Sequence[str],
+                           uri_of) -> dict:
+    """A HoodieRequestedReplaceMetadata holding the clustering plan: each group's slices, the
+    number of files it becomes, the sort columns."""
+    by_id = {f.file_id: f for f in files}
+    groups = []
+    for group in plan:
+        slices = [by_id[file_id] for file_id in group.file_ids]
+        rows = sum(s.num_records for s in slices)
+        groups.append({
+            "slices": [{"dataFilePath": uri_of(s.path), "deltaFilePaths": [], "fileId": s.file_id,
+                        "partitionPath": group.partition, "bootstrapFilePath": "", "version": 1} for s in slices],
+            "metrics": {"TOTAL_IO_MB": sum(s.size for s in slices) / 2 ** 20, "TOTAL_LOG_FILES": 0.0},
+            "numOutputFileGroups": max(1, -(-rows // max(1, group.rows_per_file))), "version": 1,
+        })
+    params = {"hoodie.clustering.plan.strategy.sort.columns": ",".join(sort_columns)} if sort_columns else {}
+    return {
+        "operationType": "CLUSTER",
+        "clusteringPlan": {"inputGroups": groups, "version": 1, "extraMetadata": {}, "preserveHoodieMetadata": True,
+                           "strategy": {"strategyClassName": SORT_AND_SIZE_STRATEGY, "strategyParams": params,
+                                        "version": 1}},
+        "extraMetadata": {}, "version": 1,
+    }
 
 
 def _rows_by_group(df: DataFrame, data_columns: List[str], plan: List[ClusteringGroup],
