@@ -161,7 +161,7 @@ def test_a_write_that_began_before_a_restore_is_not_published(spark, tmp_path, m
     # The window the lock leaves: the write claimed its instant after the restore looked.
     monkeypatch.setattr(restore_module, "_refuse_writes_in_flight", lambda ctx: None)
     while_writing(table, lambda: other.restore(first))
-    with pytest.raises(ConcurrentWriteError, match="restored to before"):
+    with pytest.raises(ConcurrentWriteError, match="restored (while this write ran|to before)"):
         table.upsert(customers(spark, [(2, "c", "us")]))
     assert rows(table) == [(1, "a", "us")]
     assert table.validate() == []
@@ -274,3 +274,66 @@ def test_the_cli_savepoints_restores_and_shows_the_service_instants(spark, tmp_p
     assert "savepoints: none" in capsys.readouterr().out
     assert cli.main(["timeline", table.path]) == 0
     assert "restore to " + first in capsys.readouterr().out
+
+
+def test_a_savepoint_drop_that_died_is_finished_by_the_next_clean(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
+    savepoint = table.upsert(customers(spark, [(1, "a", "us")]))
+    table.savepoint()
+    kept = {f.path for f in table.latest_base_files()}
+    for n in range(3):
+        table.upsert(customers(spark, [(1, f"b{n}", "us")]))
+    table.clean(retain_commits=1)
+    assert all(os.path.exists(os.path.join(table.path, p)) for p in kept)
+    os.remove(os.path.join(table.path, ".hoodie", f"{savepoint}.savepoint"))  # the drop died after its first step
+    assert table.savepoints() == []
+    table.clean(retain_commits=1)
+    assert hoodie(table, ".savepoint.inflight") == []
+    assert not [p for p in kept if os.path.exists(os.path.join(table.path, p))]
+    assert rows(table) == [(1, "b2", "us")]
+    assert table.validate() == []
+
+
+def test_a_savepoint_waits_for_an_older_write_in_flight(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
+    table.upsert(customers(spark, [(1, "a", "us")]))
+    other, third = HudiTable.open(spark, table.path), HudiTable.open(spark, table.path)
+
+    def publish_then_savepoint():  # the savepointed instant is newer than the write still in flight
+        other.upsert(customers(spark, [(2, "b", "us")]))
+        return third.savepoint()
+    while_writing(table, publish_then_savepoint)
+    with pytest.raises(ConcurrentWriteError, match="is being written; savepoint"):
+        table.upsert(customers(spark, [(3, "c", "us")]))
+    assert third.savepoints() == []
+    assert rows(table) == [(1, "a", "us"), (2, "b", "us")]
+
+
+def test_the_file_versions_policy_lets_archival_go_on_and_leaves_no_file_behind(spark, tmp_path):
+    services = TableServices(keep_min_commits=3, keep_max_commits=5, cleaner_policy="keep_latest_file_versions",
+                             retain_file_versions=2)
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="region", record_key="id")
+    for n in range(3):  # eu's file group gets three slices, then is never written again
+        table.upsert(customers(spark, [(1, f"u{n}", "us"), (2, f"e{n}", "eu")]))
+        table.run_services(services)
+    for n in range(9):
+        table.upsert(customers(spark, [(1, f"v{n}", "us")]))
+        table.run_services(services)
+    archived = table.context.timeline.archived()
+    assert archived.through is not None and len(table.timeline()) <= 5
+    view = table.context.timeline.view()
+    known = {s.path for g in view.groups.values() for s in g.slices}
+    on_disk = {os.path.relpath(os.path.join(d, f), table.path) for d, _, fs in os.walk(table.path)
+               if ".hoodie" not in d for f in fs if f.endswith(".parquet")}
+    assert on_disk <= known  # nothing orphaned by the archival
+    per_group = {}
+    for path in on_disk:
+        file_id = parse_base_file_name(os.path.basename(path)).file_id
+        per_group[file_id] = per_group.get(file_id, 0) + 1
+    assert sorted(per_group.values()) == [1, 2]  # eu keeps its newest slice (the rest went with archival), us two
+    cleans = hoodie(table, ".clean")
+    table.run_services(services)  # nothing new to delete: no new clean instant
+    assert hoodie(table, ".clean") == cleans
+    assert rows(table) == [(1, "v8", "us"), (2, "e2", "eu")]
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)

@@ -141,9 +141,15 @@ class TableContext:
             return json.loads(self.storage.read_text(CLEAN_STATE)) if self.storage.exists(CLEAN_STATE) else {}
         record = self.timeline.service_metadata(cleans[-1])
         if cleans[-1].is_completed:
-            return {"earliest_retained": record["earliestCommitToRetain"] or None, "complete": True}
+            return {"earliest_retained": record["earliestCommitToRetain"] or None, "complete": True,
+                    "policy": record["policy"]}
         earliest = record["earliestInstantToRetain"]
-        return {"earliest_retained": earliest and earliest["timestamp"], "complete": False}
+        return {"earliest_retained": earliest and earliest["timestamp"], "complete": False, "policy": record["policy"]}
+
+    def pending_restore(self) -> Optional[Instant]:
+        """A restore that has not finished (`restore`), if any."""
+        restores = self.timeline.service_instants(RESTORE)
+        return restores[-1] if restores and not restores[-1].is_completed else None
 
     def earliest_retained(self) -> Optional[str]:
         return self.clean_state().get("earliest_retained")
@@ -151,7 +157,8 @@ class TableContext:
     def resolve_instant(self, as_of) -> str:
         instant = self.timeline.resolve(as_of)
         earliest = self.earliest_retained()
-        if earliest is not None and instant < earliest and instant not in self.timeline.savepoints():
+        if earliest is not None and instant < earliest and instant not in self.timeline.savepoints() \
+                and instant != self.timeline.latest_completed().timestamp:  # after a restore to before `earliest`
             raise TimelineError(
                 f"table {self.name}: instant {instant} was cleaned; the earliest readable instant is {earliest}"
             )
@@ -202,9 +209,9 @@ class TableContext:
         keep (see `properties`), or whose keys we cannot make."""
         if self.config.not_writable:
             raise self.error(f"hudilite cannot write it: {self.config.not_writable}")
-        restores = self.timeline.service_instants(RESTORE)
-        if restores and not restores[-1].is_completed:
-            target = self.timeline.service_metadata(restores[-1])["savepointToRestoreTimestamp"]
+        restore = self.pending_restore()
+        if restore is not None:
+            target = self.timeline.service_metadata(restore)["savepointToRestoreTimestamp"]
             raise TimelineError(f"table {self.name}: a restore to {target} is unfinished; finish it first "
                                 f"(hudilite restore {self.storage.base_path} {target})")
         if not self.config.auto_keys:

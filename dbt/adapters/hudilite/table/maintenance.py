@@ -31,6 +31,7 @@ from .cleaner import (
     DEFAULT_RETAIN_FILE_VERSIONS,
     DEFAULT_RETAIN_HOURS,
     KEEP_LATEST_COMMITS,
+    KEEP_LATEST_FILE_VERSIONS,
     CleanPlan,
     CleanPolicy,
     plan_clean,
@@ -54,7 +55,7 @@ from .instant import (
 )
 from .layout import ARCHIVED_VIEW, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
 from .lock import TableLock
-from .savepoint import savepointed_files
+from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
 from .transaction import first_write_in_flight, open_claims, reserve_service_time, rolled_back_claims
 
 logger = logging.getLogger(__name__)
@@ -73,8 +74,10 @@ def clean(ctx: TableContext, policy: CleanPolicy) -> CleanPlan:
         # As Hudi: nothing at or after a write in flight counts, so a write that publishes
         # later into the retained range (a "hollow" commit) still has its replaced files cleaned.
         settled = [t for t in completed if in_flight is None or t < in_flight]
+        for instant in unfinished_savepoints(ctx.timeline):  # a savepoint drop that died
+            drop_savepoint(ctx, instant)
         view = ctx.timeline.view(settled[-1] if settled and in_flight else None)
-        plan = plan_clean(view, settled, policy, ctx.earliest_retained(), savepointed_files(ctx.timeline))
+        plan = _plan(ctx, view, settled, policy)
         if plan.files_to_delete:
             instant = Instant(reserve_service_time(ctx.storage, CLEAN), CLEAN, REQUESTED)
             record = cleaner_plan_record(plan, {i.timestamp: i.action for i in ctx.timeline.completed()}, ctx.storage)
@@ -87,6 +90,21 @@ def clean(ctx: TableContext, policy: CleanPolicy) -> CleanPlan:
     for claim in rolled_back_claims(ctx.storage):  # kept only so that the time was not handed out again
         if completed and claim < completed[-1]:
             ctx.storage.delete_file(writer_path(claim))
+    return plan
+
+
+def _plan(ctx: TableContext, view: FileSystemView, settled: List[str], policy: CleanPolicy) -> CleanPlan:
+    """The clean to do now. Where the file-versions policy is or was in use, what an earlier
+    clean deleted is told by storage (that policy leaves older slices behind on purpose), and
+    the earliest retained instant never moves back."""
+    state = ctx.clean_state()
+    earliest, kept = state.get("earliest_retained"), savepointed_files(ctx.timeline)
+    if KEEP_LATEST_FILE_VERSIONS not in (policy.name, state.get("policy")):
+        return plan_clean(view, settled, policy, earliest, kept)
+    plan = plan_clean(view, settled, policy, None, kept)
+    plan.files_to_delete = [f for f in plan.files_to_delete if ctx.storage.exists(f.path)]
+    if earliest is not None and (plan.earliest_retained is None or plan.earliest_retained < earliest):
+        plan.earliest_retained = earliest
     return plan
 
 
@@ -236,14 +254,19 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         ctx.storage.write_atomic(archive_file_path(chosen[0], chosen[-1]), archive_file_body(texts), TMP_DIR)
         ctx.storage.write_atomic(ARCHIVED_VIEW, archived.folded(commits).to_json().encode(), TMP_DIR)
         faults.reach("archive")
+        # Older slices only archived instants read (the file-versions policy keeps them) would
+        # drop out of every view: they go now.
+        for base_file in unreadable_from(view, chosen[-1]):
+            ctx.storage.delete_file(base_file.path)
         _delete_instant_files(ctx, chosen[-1])
     return chosen, held_by_index
 
 
 def _left_behind(ctx: TableContext, view: FileSystemView, through: str) -> bool:
-    """Whether a file no snapshot after `through` reads is still on storage: once the instants
-    that made it unreadable are archived, Hudi's readers would read it again."""
-    return any(ctx.storage.exists(f.path) for f in unreadable_from(view, through))
+    """Whether a file of a group replaced at or before `through` is still on storage: once the
+    replacecommit is archived, Hudi's readers would read the group again."""
+    return any(ctx.storage.exists(piece.path) for group in view.groups.values()
+               if group.replaced_at is not None and group.replaced_at <= through for piece in group.slices)
 
 
 def _index_base(ctx: TableContext) -> Optional[str]:

@@ -3,7 +3,9 @@
 Every later commit is rolled back, newest first: its files get markers (the base files it
 wrote and its index deltas), its completed instant file goes, which makes it a pending
 instant that `transaction.rollback` removes with its files. Readers meanwhile see the table as
-of some instant between the latest and the target, never a half-removed one. A restore is
+of some instant between the latest and the target, never a half-removed one (but, when the
+target is a savepoint older than the cleaner's earliest retained instant, those in-between
+snapshots may lack files the cleaner removed). A restore is
 recorded as Hudi records it: `<R>.restore.requested` and `.restore.inflight` hold the plan
 (a HoodieRestorePlan), `<R>.restore` the outcome (a HoodieRestoreMetadata). Until it
 completes, writes are refused; running it again finishes it.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import posixpath
 import time
 from dataclasses import replace
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from . import faults
 from .avro_metadata import RESTORE_METADATA, RESTORE_PLAN
@@ -26,16 +28,10 @@ from .errors import ConcurrentWriteError, TimelineError
 from .instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
 from .layout import HOODIE_DIR, PRIVATE_DIR, index_file_name, marker_path
 from .lock import TableLock
-from .savepoint import remove_savepoint_files
+from .savepoint import drop_savepoint
 from .transaction import first_write_in_flight, marked_files, reserve_service_time, rollback, rollback_dead_writers
 
 DELTA = "delta"
-
-
-def pending_restore(ctx: TableContext) -> Optional[Instant]:
-    """A restore that has not finished, if any."""
-    restores = ctx.timeline.service_instants(RESTORE)
-    return restores[-1] if restores and not restores[-1].is_completed else None
 
 
 def restore(ctx: TableContext, as_of) -> List[str]:
@@ -44,7 +40,7 @@ def restore(ctx: TableContext, as_of) -> List[str]:
     rollback_dead_writers(ctx.storage, ctx.timeline)
     started = time.time()
     with TableLock(ctx.storage):
-        unfinished = pending_restore(ctx)
+        unfinished = ctx.pending_restore()
         if unfinished is not None:
             instant, plan = unfinished, ctx.timeline.service_metadata(unfinished)
             target = plan["savepointToRestoreTimestamp"]
@@ -70,7 +66,7 @@ def restore(ctx: TableContext, as_of) -> List[str]:
             faults.reach("restore")
         for savepointed in ctx.timeline.savepoints():
             if savepointed > target:
-                remove_savepoint_files(ctx, savepointed)
+                drop_savepoint(ctx, savepointed)
     _restore_index(ctx, target)
     with TableLock(ctx.storage):
         ctx.timeline.write_service_instant(replace(instant, state=COMPLETED), RESTORE_METADATA,

@@ -11,27 +11,24 @@ from __future__ import annotations
 import getpass
 import posixpath
 import time
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Set
 
 from .avro_metadata import SAVEPOINT_METADATA
-from .cleaner import unreadable_from
+from .cleaner import KEEP_LATEST_FILE_VERSIONS, unreadable_from
 from .context import TableContext
-from .errors import TimelineError
+from .errors import ConcurrentWriteError, TimelineError
 from .instant import COMPLETED, INFLIGHT, SAVEPOINT, Instant
 from .layout import HOODIE_DIR
 from .lock import TableLock
 from .timeline import Timeline
+from .transaction import first_write_in_flight
 
 
 def savepointed_files(timeline: Timeline) -> Set[str]:
     """The paths of every base file a savepoint keeps."""
-    return _savepointed_files(timeline)
-
-
-def _savepointed_files(timeline: Timeline, exclude: Optional[str] = None) -> Set[str]:
     kept: Set[str] = set()
     for instant in timeline.service_instants(SAVEPOINT):
-        if instant.is_completed and instant.timestamp != exclude:
+        if instant.is_completed:
             for partition in timeline.service_metadata(instant)["partitionMetadata"].values():
                 kept.update(posixpath.join(partition["partitionPath"], name) for name in partition["savepointDataFile"])
     return kept
@@ -57,6 +54,10 @@ def create_savepoint(ctx: TableContext, as_of=None, comments: str = "") -> str:
         instant = latest.timestamp if as_of is None else ctx.resolve_instant(as_of)
         if instant in ctx.timeline.savepoints():
             return instant
+        _, in_flight = first_write_in_flight(ctx.storage, ctx.timeline)
+        if in_flight is not None and in_flight < instant:  # it may yet publish into the snapshot
+            raise ConcurrentWriteError(f"table {ctx.name}: instant {in_flight} is being written; savepoint "
+                                       f"{instant} once it has finished")
         files_by_partition: Dict[str, List[str]] = {}
         for base_file in ctx.timeline.view(instant).latest_base_files():
             files_by_partition.setdefault(base_file.partition, []).append(posixpath.basename(base_file.path))
@@ -67,25 +68,34 @@ def create_savepoint(ctx: TableContext, as_of=None, comments: str = "") -> str:
 
 
 def delete_savepoint(ctx: TableContext, instant: str) -> None:
-    """Drop a savepoint. The files it alone kept from the cleaner go with it (the cleaner
-    counts what it doomed earlier as gone), before the savepoint itself: one that dies
-    half-way is deleted again."""
+    """Drop a savepoint (or finish dropping one); the files it alone kept go with it."""
     with TableLock(ctx.storage):
-        if instant not in ctx.timeline.savepoints():
+        if ctx.pending_restore() is not None:
+            raise TimelineError(f"table {ctx.name}: a restore is unfinished; finish it before deleting savepoints")
+        if instant not in ctx.timeline.savepoints() + unfinished_savepoints(ctx.timeline):
             known = ", ".join(ctx.timeline.savepoints()) or "none"
             raise TimelineError(f"table {ctx.name}: no savepoint at {instant} (savepoints: {known})")
-        earliest = ctx.earliest_retained()
-        if earliest is not None:
-            others = _savepointed_files(ctx.timeline, exclude=instant)
-            for base_file in unreadable_from(ctx.timeline.view(), earliest):
-                if base_file.path not in others:
-                    ctx.storage.delete_file(base_file.path)
-        remove_savepoint_files(ctx, instant)
+        drop_savepoint(ctx, instant)
 
 
-def remove_savepoint_files(ctx: TableContext, instant: str) -> None:
-    for state in (COMPLETED, INFLIGHT):  # the completed file first: from then on it is gone
-        ctx.storage.delete_file(posixpath.join(HOODIE_DIR, Instant(instant, SAVEPOINT, state).file_name))
+def unfinished_savepoints(timeline: Timeline) -> List[str]:
+    """Savepoints whose creation or deletion died (only `<T>.savepoint.inflight` is left)."""
+    return [i.timestamp for i in timeline.service_instants(SAVEPOINT) if not i.is_completed]
+
+
+def drop_savepoint(ctx: TableContext, instant: str) -> None:
+    """Under the table lock: the completed file first (from then on nothing counts on the
+    savepoint), then the files only it kept from the cleaner (which counts what it doomed
+    earlier as gone), then the inflight file. One that dies is finished by the next clean."""
+    ctx.storage.delete_file(posixpath.join(HOODIE_DIR, Instant(instant, SAVEPOINT, COMPLETED).file_name))
+    state = ctx.clean_state()
+    # KEEP_LATEST_FILE_VERSIONS plans from what is on storage: its next clean takes them.
+    if state.get("earliest_retained") and state.get("policy") != KEEP_LATEST_FILE_VERSIONS:
+        kept = savepointed_files(ctx.timeline)
+        for base_file in unreadable_from(ctx.timeline.view(), state["earliest_retained"]):
+            if base_file.path not in kept:
+                ctx.storage.delete_file(base_file.path)
+    ctx.storage.delete_file(posixpath.join(HOODIE_DIR, Instant(instant, SAVEPOINT, INFLIGHT).file_name))
 
 
 def _user() -> str:

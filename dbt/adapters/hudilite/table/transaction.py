@@ -180,6 +180,7 @@ class WriteTransaction:
         self.base_schema = base_schema
         self._keys: Dict[Tuple[str, ...], Set[str]] = {}
         self.seen: Set[str] = set()  # instants completed when the write began
+        self.restores_seen: Set[str] = set()  # restores begun before it
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.instant: Optional[str] = None
@@ -190,6 +191,7 @@ class WriteTransaction:
     def __enter__(self) -> "WriteTransaction":
         rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
         self.seen = {i.timestamp for i in self.timeline.completed()}  # before the claim: nothing slips by
+        self.restores_seen = {i.timestamp for i in self.timeline.service_instants(RESTORE)}
         self.instant = self._claim()
         _active_in_this_process.add(self.instant)
         self._heartbeat = threading.Thread(target=self._beat, name=f"hudilite-heartbeat-{self.instant}", daemon=True)
@@ -266,9 +268,10 @@ class WriteTransaction:
         """A restore under way, or one since the write began that removed instants it read
         from (`restore`): the write would bring back what the restore took away."""
         restores = self.timeline.service_instants(RESTORE)
-        if restores and not restores[-1].is_completed:
-            raise ConcurrentWriteError(f"instant {self.instant}: a restore of the table is under way; nothing of "
-                                       "this write was published")
+        if (restores and not restores[-1].is_completed) or {i.timestamp for i in restores} - self.restores_seen:
+            # Its index lookups may have read an index the restore was about to rebuild.
+            raise ConcurrentWriteError(f"instant {self.instant}: the table was restored while this write ran; "
+                                       "nothing of it was published")
         completed = {i.timestamp for i in self.timeline.completed()}
         archived_through = self.timeline.archived().through or ""
         gone = sorted(t for t in self.seen if t not in completed and t > archived_through)
