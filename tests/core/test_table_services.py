@@ -279,3 +279,21 @@ def test_services_cluster_every_n_commits(spark, tmp_path):
     table.run_services(services)  # one commit since: not due
     assert len([i for i, m in table.context.timeline.commits() if m.operation == "CLUSTER"]) == 1
     assert table.read().count() == 25
+
+
+def test_the_cli_clusters_on_demand(spark, tmp_path, capsys):
+    from dbt.adapters.hudilite import cli
+
+    table, instants = scattered(spark, tmp_path)
+    before = rows(table)
+    assert cli.main(["cluster", table.path, "--by", "name, id"]) == 0
+    out = capsys.readouterr().out
+    reopened = HudiTable.open(spark, table.path)
+    (instant,) = [i.timestamp for i, m in reopened.context.timeline.commits() if m.operation == "CLUSTER"]
+    assert f"clustered at {instant}" in out
+    assert len(reopened.latest_base_files()) == 2 and rows(reopened) == before
+    for f in reopened.latest_base_files():
+        names = [(r.name, r.id) for r in spark.read.parquet(os.path.join(table.path, f.path)).collect()]
+        assert names == sorted(names)
+    assert cli.main(["cluster", table.path]) == 0
+    assert "nothing to cluster" in capsys.readouterr().out

@@ -7,6 +7,7 @@
     hudilite savepoint PATH [INSTANT] keep a snapshot from the cleaner and archival (--list, --delete)
     hudilite restore PATH INSTANT     take the table back to a savepoint or a readable instant
     hudilite archive PATH             move old instants to .hoodie/archived/ (--keep-min, --keep-max)
+    hudilite cluster PATH [--by C,..] rewrite each partition's small file groups into few sorted files
     hudilite tables ROOT              every table under a location_root: rows and timeline
     hudilite validate PATH            check the table is well-formed; exit 1 with a report if not
 """
@@ -66,6 +67,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("path")
     p.add_argument("--keep-min", type=int, default=DEFAULT_KEEP_MIN_COMMITS)
     p.add_argument("--keep-max", type=int, default=DEFAULT_KEEP_MAX_COMMITS)
+    p = sub.add_parser("cluster", help="rewrite each partition's small file groups into files near max_file_size")
+    p.add_argument("path")
+    p.add_argument("--by", default="", help="comma-separated columns to sort each partition's rows by")
     p = sub.add_parser("show", help="show a snapshot")
     p.add_argument("path")
     p.add_argument("--as-of", default=None)
@@ -121,6 +125,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         archived = table.archive(args.keep_min, args.keep_max)
         print(f"archived {len(archived)} instants" + (f" ({archived[0]} to {archived[-1]})" if archived else "")
               + f"; {len(table.timeline())} active")
+    elif args.command == "cluster":
+        instant = table.cluster([c.strip() for c in args.by.split(",") if c.strip()])
+        print(f"clustered at {instant}" if instant else "nothing to cluster: no partition has two small file groups")
     elif args.command == "show":
         df = table.read(as_of=args.as_of)
         print(f"{table.name}: {df.count()} rows")
