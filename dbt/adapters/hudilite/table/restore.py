@@ -26,13 +26,11 @@ from .avro_metadata import RESTORE_METADATA, RESTORE_PLAN
 from .context import TableContext
 from .errors import ConcurrentWriteError, TimelineError
 from .instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
-from .layout import HOODIE_DIR, PRIVATE_DIR, index_file_name, marker_path
+from .index_files import DELTA
+from .layout import HOODIE_DIR, PRIVATE_DIR, marker_path, parse_index_file_name
 from .lock import TableLock
 from .savepoint import drop_savepoint
 from .transaction import first_write_in_flight, marked_files, reserve_service_time, rollback, rollback_dead_writers
-
-DELTA = "delta"
-
 
 def restore(ctx: TableContext, as_of) -> List[str]:
     """Restore the table to the latest completed instant at or before `as_of`: a savepoint, or
@@ -61,8 +59,10 @@ def restore(ctx: TableContext, as_of) -> List[str]:
             instant = replace(instant, state=INFLIGHT)
             ctx.timeline.write_service_instant(instant, RESTORE_PLAN, plan)
         deleted = {}
+        deltas = _index_deltas(ctx)
         for entry in plan["instantsToRollback"]:  # newest first
-            deleted[entry["commitTime"]] = _roll_back_commit(ctx, entry["commitTime"], entry["action"])
+            deleted[entry["commitTime"]] = _roll_back_commit(ctx, entry["commitTime"], entry["action"],
+                                                             deltas.get(entry["commitTime"], []))
             faults.reach("restore")
         for savepointed in ctx.timeline.savepoints():
             if savepointed > target:
@@ -81,14 +81,14 @@ def _refuse_writes_in_flight(ctx: TableContext) -> None:
                                    "has finished (a write whose writer died is rolled back after its heartbeat times out)")
 
 
-def _roll_back_commit(ctx: TableContext, timestamp: str, action: str) -> Dict[str, List[str]]:
-    """Roll back one completed commit (already rolled back when its instant is gone). Returns
-    the base files removed per partition."""
+def _roll_back_commit(ctx: TableContext, timestamp: str, action: str, index_deltas: List[str]) -> Dict[str, List[str]]:
+    """Roll back one completed commit (already rolled back when its instant is gone) and the
+    index deltas it wrote. Returns the base files removed per partition."""
     instant = Instant(timestamp, action, COMPLETED)
     path = posixpath.join(HOODIE_DIR, instant.file_name)
     if ctx.storage.exists(path):
         metadata = ctx.timeline.metadata(instant)
-        files = [s.path for s in metadata.write_stats] + _index_deltas(ctx, timestamp)
+        files = [s.path for s in metadata.write_stats] + index_deltas
         for file_path in files:  # what `rollback` deletes
             ctx.storage.write_bytes(marker_path(timestamp, file_path), b"")
         ctx.storage.delete_file(path)  # from here on the instant is pending, its files invisible
@@ -103,12 +103,16 @@ def _roll_back_commit(ctx: TableContext, timestamp: str, action: str) -> Dict[st
     return removed
 
 
-def _index_deltas(ctx: TableContext, timestamp: str) -> List[str]:
-    """The index files a commit wrote (one delta per shard or partition folder)."""
-    if not ctx.index.is_built():
-        return []
-    name = index_file_name(timestamp, DELTA)
-    return [p for p in ctx.storage.list_files_recursive(ctx.index.ROOT) if posixpath.basename(p) == name]
+def _index_deltas(ctx: TableContext) -> Dict[str, List[str]]:
+    """The index deltas on storage by the instant that wrote them (one per shard or partition
+    folder), from one listing."""
+    by_instant: Dict[str, List[str]] = {}
+    if ctx.index.is_built():
+        for path in ctx.storage.list_files_recursive(ctx.index.ROOT):
+            parsed = parse_index_file_name(posixpath.basename(path))
+            if parsed is not None and parsed[1] == DELTA:
+                by_instant.setdefault(parsed[0], []).append(path)
+    return by_instant
 
 
 def _restore_index(ctx: TableContext, target: str) -> None:
