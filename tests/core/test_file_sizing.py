@@ -2,7 +2,6 @@
 of each) before new file groups are made, so a table appended to every hour keeps a few files
 per partition. Time travel to before a top-up still reads the older slice."""
 
-import os
 
 import pytest
 from pyspark.sql import functions as F

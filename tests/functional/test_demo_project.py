@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from collections import Counter
 
 from dbt.adapters.hudilite.table import HudiTable
 from tests.cluster import standalone_cluster
@@ -18,26 +19,51 @@ def dbt_build(tmp_path, env, run_date):
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
 
 
-def test_demo_project_builds_twice_on_a_standalone_cluster(spark, tmp_path):
+def test_demo_project_builds_three_days_on_a_standalone_cluster(spark, tmp_path):
     lakehouse = tmp_path / "lakehouse"
     with standalone_cluster() as master:
         env = dict(os.environ, HUDILITE_SPARK_MASTER=master, HUDILITE_LOCATION_ROOT=str(lakehouse),
                    PYSPARK_PYTHON=sys.executable)
-        for run_date in ("2026-11-20", "2026-11-21"):
+        for run_date in ("2026-11-19", "2026-11-20", "2026-11-21"):
             build = dbt_build(tmp_path, env, run_date)
             assert build.returncode == 0, build.stdout[-5000:]
-            assert "PASS=20" in build.stdout
+            assert "PASS=29 WARN=0 ERROR=0 SKIP=0" in build.stdout
             console = build.stdout + build.stderr  # dbt's lines only: the JVM's go to dbt's log folder
             jvm_lines = [line for line in console.splitlines()
                          if "WARNING: Using incubator" in line or " WARN " in line or "log4j" in line]
             assert jvm_lines == [], jvm_lines
             assert os.path.exists(tmp_path / "logs" / "spark.log")
-        assert master.applications() == ["dbt-hudilite", "dbt-hudilite"]  # both builds ran on the cluster
-    page_views = HudiTable.open(spark, str(lakehouse / "analytics" / "page_views"))
-    assert [i.action for i in page_views.timeline()] == ["commit", "commit"]
+        assert master.applications() == ["dbt-hudilite"] * 3  # every build ran on the cluster
+
+    def table(name):
+        return HudiTable.open(spark, str(lakehouse / "analytics" / name))
+
+    page_views = table("page_views")
+    assert [i.action for i in page_views.timeline()] == ["commit"] * 3
     assert page_views.read().count() == 660
-    daily = HudiTable.open(spark, str(lakehouse / "analytics" / "daily_page_stats"))
-    assert [i.action for i in daily.timeline()] == ["commit", "replacecommit"]
+    daily = table("daily_page_stats")
+    assert [i.action for i in daily.timeline()] == ["commit", "replacecommit", "replacecommit"]
     assert set(daily.commit_metadata(daily.timeline()[-1]).replaced_file_ids) == {"event_date=2026-11-20"}
-    for name in ("page_views", "daily_page_stats", "customers"):
-        assert_hudi_rs_agrees(HudiTable.open(spark, str(lakehouse / "analytics" / name)))
+
+    # The last day's merge: customer 20 deleted, 33 changed twice (the later version wins), 12
+    # changed, 41 and 42 new; only the file groups of US and IN were rewritten.
+    accounts = table("customer_accounts")
+    rows = {r["customer_id"]: r["plan"] for r in accounts.read().collect()}
+    assert len(rows) == 41 and 20 not in rows and rows[33] == "enterprise" and rows[12] == "team"
+    last = accounts.commit_metadata(accounts.timeline()[-1])
+    assert last.operation == "UPSERT"
+    assert {s.partitionPath for s in last.write_stats} == {"country_code=US", "country_code=IN"}
+    assert sum(s.numDeletes for s in last.write_stats) == 1
+    # The changes model read only what each merge wrote (40, then 4, then 4 rows), from its checkpoint.
+    changes = table("customer_changes")
+    appended = Counter(r["_hoodie_commit_time"] for r in changes.read().collect())
+    assert [appended[i.timestamp] for i in changes.timeline()] == [40, 4, 4]
+    assert changes.checkpoint("analytics.customer_accounts") == accounts.timeline()[-1].timestamp
+    plan_changes = {(r["customer_id"], r["change"]) for r in table("plan_changes").read().collect()}
+    assert plan_changes == {(12, "plan changed"), (20, "deleted"), (33, "plan changed"), (41, "new"), (42, "new")}
+    history = table("customer_history").read().where("customer_id in (20, 33)").collect()
+    assert sorted((r["customer_id"], r["plan"], r["dbt_valid_to"] is None) for r in history) == [
+        (20, "enterprise", False), (33, "enterprise", True), (33, "team", False)]
+    for name in ("page_views", "daily_page_stats", "customers", "customer_accounts", "customer_history",
+                 "customer_changes"):
+        assert_hudi_rs_agrees(table(name))

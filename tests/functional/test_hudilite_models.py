@@ -154,6 +154,43 @@ class TestTimeTravelAndChangesInSql(EventsProject):
         assert self.rows(project, "events_new") == [(3,), (5,)]
 
 
+class TestChangesSinceTheLastBuild(EventsProject):
+    """`hudilite_changes(ref(...))` without a start: each build reads what the upstream table
+    committed since the checkpoint the model's previous commit kept (Hudi's streamer keeps its
+    checkpoint the same way, in the commit's extraMetadata)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events.sql": MODELS["events_append.sql"],
+                "events_log.sql": "{{ config(materialized='incremental') }}\n"
+                                  "select event_id, _hoodie_commit_time as seen_in from {{ hudilite_changes(ref('events')) }}"}
+
+    def test_each_build_reads_only_what_changed_since_its_checkpoint(self, project, spark, built):
+        events, log = self.table(project, spark, "events"), self.table(project, spark, "events_log")
+        first = events.timeline()[-1].timestamp
+        assert log.checkpoint(f"{project.test_schema}.events") == first
+        assert self.rows(project, "events_log") == [(1,), (2,), (3,), (4,)]
+
+        run_dbt(["run", "--vars", "{batch: 2}"])  # events appends 3 and 5 again
+        second = events.timeline()[-1].timestamp
+        assert self.rows(project, "events_log", "event_id, seen_in") == sorted(
+            [(i, first) for i in (1, 2, 3, 4)] + [(3, second), (5, second)])
+        assert log.checkpoint(f"{project.test_schema}.events") == second
+        metadata = log.commit_metadata(log.timeline()[-1])
+        assert metadata.extra[f"hudilite.checkpoint.{project.test_schema}.events"] == second
+
+        log_instants = log.timeline()
+        run_dbt(["run", "--select", "events_log"])  # nothing new upstream: nothing read, nothing committed
+        assert log.timeline() == log_instants
+        assert len(self.rows(project, "events_log")) == 6
+
+        run_dbt(["run", "--select", "events_log", "--full-refresh"])  # a rebuild reads every row again
+        assert self.rows(project, "events_log", "event_id, seen_in") == sorted(
+            [(i, first) for i in (1, 2, 3, 4)] + [(3, second), (5, second)])
+        assert log.checkpoint(f"{project.test_schema}.events") == second
+        assert_hudi_rs_agrees(log)
+
+
 class TestConfigErrors(HudiliteProject):
     @pytest.fixture(scope="class")
     def models(self):

@@ -242,9 +242,16 @@ class StorageCatalog:
         instant = table.resolve_instant(as_of)
         return self._temp_view("hudilite_as_of", schema, name, instant, table.read(as_of=instant))
 
-    def changes_view(self, schema: str, name: str, start: str, end: Optional[str] = None) -> str:
+    def changes_view(self, schema: str, name: str, start: Optional[str], end: Optional[str] = None) -> Tuple[str, str]:
+        """A temporary view of the rows changed in (start, end] (every row when `start` is
+        None), and the instant the read ends at."""
         table = self._require(schema, name)
-        return self._temp_view("hudilite_changes", schema, name, f"{start}-{end}", table.read_changes(start, end))
+        start, end = table.changes_range(start, end)
+        return self._temp_view("hudilite_changes", schema, name, f"{start}-{end}", table.read_changes(start, end)), end
+
+    def instants(self, schema: str, name: str) -> List[str]:
+        """The completed instants of a table's writes, oldest first."""
+        return [i.timestamp for i in self._require(schema, name).context.timeline.completed()]
 
     def _require(self, schema: str, name: str) -> HudiTable:
         table = self.open(schema, name)

@@ -2,14 +2,16 @@
 
     hudilite timeline PATH [--json]   instants, operations, rows and files written; the archived range
     hudilite stats PATH [--json]      files per partition, file sizes, active/archived instants, index size
-    hudilite show PATH [--as-of T]    row count and the first rows of a snapshot
+    hudilite show PATH [--as-of T]    row count and the first rows of a snapshot (--json)
     hudilite clean PATH [--retain N]  delete file slices the cleaner policy no longer retains (--policy)
     hudilite savepoint PATH [INSTANT] keep a snapshot from the cleaner and archival (--list, --delete)
     hudilite restore PATH INSTANT     take the table back to a savepoint or a readable instant
     hudilite archive PATH             move old instants to .hoodie/archived/ (--keep-min, --keep-max)
     hudilite cluster PATH [--by C,..] rewrite each partition's small file groups into few sorted files
-    hudilite tables ROOT              every table under a location_root: rows and timeline
-    hudilite validate PATH            check the table is well-formed; exit 1 with a report if not
+    hudilite tables ROOT [--json]     every table under a location_root: rows, files, size, last commit
+    hudilite validate PATH [--json]   check the table is well-formed; exit 1 with a report if not
+
+Every command but show and validate reads storage alone (no Spark, no JVM).
 """
 
 from __future__ import annotations
@@ -28,6 +30,29 @@ def format_timeline(history: List[dict]) -> str:
             f"{h['instant']:<19}{h['action']:<15}{h['state']:<11}{h.get('operation', ''):<24}"
             f"{h.get('rows_written', ''):>10}{h.get('files_written', h.get('files_deleted', '')):>7}{h.get('file_groups_replaced', ''):>10}"
         )
+    return "\n".join(lines)
+
+
+def table_summary(schema: str, name: str, table) -> dict:
+    """One table of a location_root as `hudilite tables` lists it (from storage alone)."""
+    stats = table.stats()
+    completed = table.context.timeline.completed()
+    last = completed[-1] if completed else None
+    return {"table": f"{schema}.{name}", "rows": stats["rows"], "files": stats["files"], "bytes": stats["bytes"],
+            "last_commit": last.timestamp if last else None,
+            "last_operation": table.commit_metadata(last).operation if last else None,
+            "record_key": table.config.record_key_fields or None, "partition_by": table.config.partition_fields,
+            "active_instants": stats["active_instants"], "index_bytes": stats["index_bytes"]}
+
+
+def format_tables(tables: List[dict]) -> str:
+    width = max([len(t["table"]) for t in tables] + [5]) + 2
+    lines = [f"{'table':<{width}}{'rows':>9}{'files':>7}{'bytes':>11}  {'last commit':<19}{'operation':<24}"
+             "record key / partitioned by"]
+    for t in tables:
+        lines.append(f"{t['table']:<{width}}{t['rows']:>9}{t['files']:>7}{t['bytes']:>11}  {t['last_commit'] or '-':<19}"
+                     f"{t['last_operation'] or '-':<24}{', '.join(t['record_key'] or ['auto'])} / "
+                     f"{', '.join(t['partition_by']) or '-'}")
     return "\n".join(lines)
 
 
@@ -74,6 +99,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("path")
     p.add_argument("--as-of", default=None)
     p.add_argument("--rows", type=int, default=10)
+    p.add_argument("--json", action="store_true", help="the row count and rows as JSON")
     p = sub.add_parser("clean", help="delete file slices the cleaner policy no longer retains")
     p.add_argument("path")
     p.add_argument("--policy", default=KEEP_LATEST_COMMITS, choices=POLICIES)
@@ -93,28 +119,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("instant", help="an instant or a timestamp")
     p = sub.add_parser("validate", help="check that a table is well-formed")
     p.add_argument("path")
-    p = sub.add_parser("tables", help="every table under a location_root, with rows and timeline")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("tables", help="every table under a location_root: rows, files, size, last commit")
     p.add_argument("root")
+    p.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     from .session import spark_session
     from .table import HudiTable
 
-    if args.command in ("timeline", "stats", "archive", "clean", "savepoint"):  # the timeline alone: no Spark needed
-        spark = None
-    else:
+    if args.command in ("show", "validate", "restore", "cluster"):  # the others read storage alone
         spark = spark_session(conf={"spark.master": "local[2]"})
+    else:
+        spark = None
     if args.command == "tables":
         from .catalog import StorageCatalog
 
         catalog = StorageCatalog(spark, args.root)
-        for schema in catalog.schemas():
-            for name in catalog.tables(schema):
-                table = catalog.open(schema, name)
-                print(f"\n{schema}.{name}: {table.read().count()} rows, partitioned by "
-                      f"{', '.join(table.config.partition_fields) or 'nothing'}, record key "
-                      f"{', '.join(table.config.record_key_fields) or 'auto-generated'}")
-                print(format_timeline(table.history()))
+        tables = [table_summary(schema, name, catalog.open(schema, name))
+                  for schema in catalog.schemas() for name in catalog.tables(schema)]
+        print(json.dumps(tables, indent=1) if args.json else format_tables(tables))
         return 0
     table = HudiTable.open(spark, args.path)
     if args.command == "timeline":
@@ -130,10 +154,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"clustered at {instant}" if instant else "nothing to cluster: no partition has two small file groups")
     elif args.command == "show":
         df = table.read(as_of=args.as_of)
+        if args.json:
+            rows = [row.asDict(recursive=True) for row in df.limit(args.rows).collect()]
+            print(json.dumps({"table": table.name, "rows": df.count(), "first_rows": rows}, indent=1, default=str))
+            return 0
         print(f"{table.name}: {df.count()} rows")
         df.show(args.rows, truncate=False)
     elif args.command == "validate":
         problems = table.validate()
+        if args.json:
+            print(json.dumps({"table": table.name, "well_formed": not problems, "problems": problems}, indent=1))
+            return 1 if problems else 0
         for problem in problems:
             print(f"PROBLEM: {problem}")
         print(f"{table.name}: {'well-formed' if not problems else f'{len(problems)} problem(s)'}")

@@ -25,6 +25,7 @@ from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_
 from .dml import run_statement
 from .relation import HudiliteRelation
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
+from .table.commit import CHECKPOINT_PREFIX
 from .table.properties import PARQUET_ENCODINGS
 
 logger = AdapterLogger("hudilite")
@@ -55,6 +56,9 @@ class HudiliteAdapter(SparkAdapter):
     def __init__(self, config, mp_context) -> None:
         super().__init__(config, mp_context)
         config.credentials.resolve_location_root(getattr(config, "project_root", None))
+        # Per model being built: the upstream checkpoints its `hudilite_changes` reads ended at,
+        # kept in the model's next commit.
+        self._checkpoints: Dict[Tuple[str, str], Dict[str, str]] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -203,12 +207,15 @@ class HudiliteAdapter(SparkAdapter):
                                          parquet_encoding=plan.parquet_encoding or PARQUET_ENCODINGS[0])
             except Exception as err:  # nothing of ours to clean up: the table is not created
                 raise _dbt_error(config, err) from None
+        table.commit_extra = self._checkpoints.pop((schema, name), {})
         try:
             instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df))
         except Exception as err:
             if plan.operation == m.CREATE:  # a failed first build leaves no table behind
                 catalog.drop_table(schema, name)
             raise _dbt_error(config, err) from None
+        finally:
+            table.commit_extra = {}
         catalog.register(schema, name, table)
         if instant is None:
             return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
@@ -283,14 +290,31 @@ class HudiliteAdapter(SparkAdapter):
         return self._read_view(lambda c: c.as_of_view(relation.schema, relation.identifier, str(as_of)), relation)
 
     @available
-    def hudilite_changes(self, relation: BaseRelation, start: str, end: Optional[str] = None) -> str:
-        """The name of a temporary view of the rows of `relation` changed in (start, end]."""
-        return self._read_view(
-            lambda c: c.changes_view(relation.schema, relation.identifier, str(start), None if end is None else str(end)),
+    def hudilite_changes(self, relation: BaseRelation, start: Optional[str] = None, end: Optional[str] = None,
+                         reader: Optional[BaseRelation] = None, resume: bool = False) -> str:
+        """The name of a temporary view of the rows of `relation` changed in (start, end].
+        Without a start, `reader` (the model being built) reads from the checkpoint its last
+        commit kept when `resume` (an incremental run), else every row; its next commit keeps
+        where this read ended as the new checkpoint."""
+        source = f"{relation.schema}.{relation.identifier}"
+        if start is None and resume and reader is not None:
+            table = self.catalog.open(reader.schema, reader.identifier)
+            start = table.checkpoint(source) if table is not None else None
+        view, end_instant = self._read_view(
+            lambda c: c.changes_view(relation.schema, relation.identifier, None if start is None else str(start),
+                                     None if end is None else str(end)),
             relation,
         )
+        if reader is not None:
+            self._checkpoints.setdefault((reader.schema, reader.identifier), {})[CHECKPOINT_PREFIX + source] = end_instant
+        return view
 
-    def _read_view(self, make_view, relation: BaseRelation) -> str:
+    @available
+    def hudilite_instants(self, relation: BaseRelation) -> List[str]:
+        """The completed instants of `relation`, oldest first (for `hudilite_as_of`)."""
+        return self._read_view(lambda c: c.instants(relation.schema, relation.identifier), relation)
+
+    def _read_view(self, make_view, relation: BaseRelation):
         try:
             return make_view(self.catalog)
         except ConfigurationError as err:

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 
 SCHEMA_KEY = "schema"  # Avro, read by Hudi readers
 SPARK_SCHEMA_KEY = "hudilite.spark.schema"  # exact Spark types, read by hudilite
+CHECKPOINT_PREFIX = "hudilite.checkpoint."  # + an upstream table: the instant up to which a write read its changes
 
 INSERT = "INSERT"
 UPSERT = "UPSERT"

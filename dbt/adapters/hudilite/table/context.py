@@ -71,6 +71,7 @@ class TableContext:
         self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
         self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
         self.file_sizing = FileSizing()  # small-file handling of inserts
+        self.commit_extra: Dict[str, str] = {}  # extraMetadata of the next commits (checkpoints of what a write read)
         self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
         self._field_prefixed: Optional[bool] = None  # the key format, once known (`field_prefixed_keys`)
 
@@ -410,7 +411,7 @@ class TableContext:
         """Publish the instant: its write stats, replaced file groups, schema and index files."""
         metadata = CommitMetadata(
             operation=operation, write_stats=stats, replaced_file_ids=replaced or {},
-            extra={SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
+            extra={**self.commit_extra, SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
         )
         txn.commit(metadata, index_files)
         return txn.instant

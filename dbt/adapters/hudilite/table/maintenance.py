@@ -366,6 +366,9 @@ def history(ctx: TableContext) -> List[dict]:
             m = ctx.timeline.metadata(i)
             entry.update(
                 operation=m.operation, files_written=len(m.write_stats), rows_written=m.num_writes,
+                inserts=sum(s.numInserts for s in m.write_stats), updates=sum(s.numUpdateWrites for s in m.write_stats),
+                deletes=sum(s.numDeletes for s in m.write_stats),
+                file_groups_rewritten=sum(s.prevCommit is not None for s in m.write_stats),
                 file_groups_replaced=sum(len(v) for v in m.replaced_file_ids.values()),
             )
         entries.append(entry)

@@ -8,7 +8,7 @@ Spark tasks write; reads turn the timeline's file list into a DataFrame.
 from __future__ import annotations
 
 import posixpath
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -30,7 +30,7 @@ from .cleaner import (
     CleanPlan,
     CleanPolicy,
 )
-from .commit import UPSERT, CommitMetadata
+from .commit import CHECKPOINT_PREFIX, UPSERT, CommitMetadata
 from .context import TableContext, schema_mode
 from .environment import check_python_workers
 from .errors import ConfigurationError, TimelineError
@@ -159,6 +159,16 @@ class HudiTable:
     def file_sizing(self, sizing: FileSizing) -> None:
         self.context.file_sizing = sizing
 
+    @property
+    def commit_extra(self) -> Dict[str, str]:
+        """Entries added to the `extraMetadata` of this table's next commits, e.g. the
+        checkpoint of an upstream table's changes the write consumed (`CHECKPOINT_PREFIX`)."""
+        return self.context.commit_extra
+
+    @commit_extra.setter
+    def commit_extra(self, extra: Dict[str, str]) -> None:
+        self.context.commit_extra = dict(extra)
+
     # ---- timeline ---------------------------------------------------------------------------
     def timeline(self) -> List[Instant]:
         return self.context.timeline.instants()
@@ -258,7 +268,14 @@ class HudiTable:
         return self.context.read(as_of)
 
     def read_changes(self, start, end=None) -> DataFrame:
-        """Rows inserted or changed in the instants (start, end]. `end` defaults to the latest
+        """Rows inserted or changed in the instants (start, end]; `start` None reads every
+        row. `end` defaults to `changes_end()`."""
+        start_instant, end_instant = self.changes_range(start, end)
+        files = [f for f in self.context.timeline.view(end_instant).latest_base_files() if f.instant > start_instant]
+        return changed_rows(self.context.read_files(files, end_instant), start_instant, end_instant)
+
+    def changes_range(self, start, end=None) -> Tuple[str, str]:
+        """The instants (start, end] a changes read covers. `end` defaults to the latest
         instant no write in flight precedes: a concurrent writer that claimed an earlier time
         may still publish, and a reader that took a later end as its next start would miss
         it. An explicit `end` past such a writer is refused for the same reason."""
@@ -270,16 +287,26 @@ class HudiTable:
         completed, in_flight = first_write_in_flight(self.context.storage, timeline)
         final = [t for t in completed if in_flight is None or t < in_flight]
         if end is None:
-            end_instant = max(final[-1], start_instant) if final else start_instant
-        else:
-            end_instant = timeline.resolve(end)
-            if in_flight is not None and in_flight < end_instant:
-                raise TimelineError(
-                    f"table {self.name}: instant {in_flight} is still being written and precedes {end_instant}, so "
-                    f"changes up to {end_instant} are not final; read up to {final[-1] if final else start_instant} "
-                    "or retry when it is done")
-        files = [f for f in timeline.view(end_instant).latest_base_files() if f.instant > start_instant]
-        return changed_rows(self.context.read_files(files, end_instant), start_instant, end_instant)
+            return start_instant, max(final[-1], start_instant) if final else start_instant
+        end_instant = timeline.resolve(end)
+        if in_flight is not None and in_flight < end_instant:
+            raise TimelineError(
+                f"table {self.name}: instant {in_flight} is still being written and precedes {end_instant}, so "
+                f"changes up to {end_instant} are not final; read up to {final[-1] if final else start_instant} "
+                "or retry when it is done")
+        return start_instant, end_instant
+
+    def checkpoint(self, source: str) -> Optional[str]:
+        """The instant of `source` (an upstream table) up to which this table's latest write
+        that recorded one consumed its changes, as Hudi's streamer keeps its checkpoint in
+        the commit's extraMetadata; None when no active commit holds one."""
+        key = CHECKPOINT_PREFIX + source
+        timeline = self.context.timeline
+        for instant in reversed(timeline.completed()):
+            value = timeline.metadata(instant).extra.get(key)
+            if value:
+                return value
+        return None
 
     def create_temp_view(self, view_name: str, as_of=None) -> DataFrame:
         df = self.read(as_of)

@@ -1,6 +1,7 @@
 {#- Time travel and incremental reads, usable in `from`:
       select * from {{ hudilite_as_of(ref('orders'), '20261122093000123') }}
       select * from {{ hudilite_changes(ref('orders'), '20261122093000123') }}
+      select * from {{ hudilite_changes(ref('orders')) }}  -- since this model's last build
     Both resolve to a temporary view at run time; while dbt only parses, to the relation. -#}
 {% macro hudilite_as_of(relation, as_of) %}
   {%- if execute -%}
@@ -9,9 +10,20 @@
   {{- return(relation) -}}
 {% endmacro %}
 
-{% macro hudilite_changes(relation, start, end=none) %}
+{% macro hudilite_changes(relation, start=none, end=none) %}
   {%- if execute -%}
-    {{- return(adapter.hudilite_changes(relation, start, end)) -}}
+    {#- Without a start, the model reads from the checkpoint its last build kept. -#}
+    {%- set reader = this if (start is none and this is defined) else none -%}
+    {{- return(adapter.hudilite_changes(relation, start, end, reader, reader is not none and is_incremental())) -}}
   {%- endif -%}
   {{- return(relation) -}}
+{% endmacro %}
+
+{#- The completed instants of a table, oldest first: `hudilite_instants(ref('orders'))[-2]` is
+    the version before the latest. -#}
+{% macro hudilite_instants(relation) %}
+  {%- if execute -%}
+    {{- return(adapter.hudilite_instants(relation)) -}}
+  {%- endif -%}
+  {{- return([]) -}}
 {% endmacro %}

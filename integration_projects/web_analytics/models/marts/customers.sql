@@ -6,4 +6,4 @@ with ranked as (
 select r.customer_id, r.name, r.plan, r.updated_at, c.country_name, c.region
 from ranked r
 left join {{ ref('dim_countries') }} c on r.country_code = c.country_code
-where r.version_rank = 1
+where r.version_rank = 1 and not r.is_deleted
