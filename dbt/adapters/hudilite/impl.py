@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from dbt.adapters.base import available
+from dbt.adapters.base import ConstraintSupport, available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.relation import RelationType
+from dbt_common.contracts.constraints import ConstraintType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
@@ -48,6 +50,15 @@ class HudiliteConfig(SparkConfig):
 
 
 class HudiliteAdapter(SparkAdapter):
+    # not_null and check hold for every row of a build with an enforced contract (`_enforce`);
+    # keys are Hudi's record key, not a constraint.
+    CONSTRAINT_SUPPORT = {
+        ConstraintType.check: ConstraintSupport.ENFORCED,
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+        ConstraintType.unique: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.primary_key: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.foreign_key: ConstraintSupport.NOT_ENFORCED,
+    }
     Relation = HudiliteRelation  # type: ignore[assignment]
     Column = HudiliteColumn  # type: ignore[assignment]
     ConnectionManager = HudiliteConnectionManager  # type: ignore[assignment]
@@ -134,9 +145,24 @@ class HudiliteAdapter(SparkAdapter):
     # ---- builds -----------------------------------------------------------------------------
     @available
     def hudilite_build(self, relation: BaseRelation, sql: str, model: Dict[str, Any], full_refresh: bool) -> Dict[str, Any]:
-        """Build a `table` or `incremental` model from its compiled SELECT."""
+        """Build a `table` or `incremental` model from its compiled SELECT (with an enforced
+        contract, its not_null and check constraints hold for every row or nothing is committed)."""
         config = m.ModelConfig.from_node(model)
-        return self._build(config, relation, lambda catalog: self._model_rows(config, catalog, sql), full_refresh)
+
+        enforced: List[str] = []
+
+        def rows(catalog: StorageCatalog):
+            df = self._model_rows(config, catalog, sql)
+            try:
+                constraints = m.row_constraints(model, df.columns)
+                enforced.extend(str(c) for c in constraints)
+                return _enforce(df, constraints)
+            except m.ModelConfigError as err:
+                raise CompilationError(str(err)) from None
+            except Exception as err:  # noqa: BLE001 - a check Spark cannot analyse names its column
+                raise CompilationError(f"model '{config.name}': a check constraint cannot be evaluated: {err}") from None
+
+        return {**self._build(config, relation, rows, full_refresh), "constraints": enforced}
 
     @available
     def hudilite_snapshot(self, relation: BaseRelation, sql: str, model: Dict[str, Any], column_names: Dict[str, str],
@@ -335,6 +361,21 @@ def _shape(df, plan: m.SchemaPlan):
     )
 
 
+def _enforce(df, constraints: List[m.RowConstraint]):
+    """`df` with each constraint checked as its rows are computed: inside the core's write job,
+    so a violating row fails the build before anything is committed."""
+    if not constraints:
+        return df
+    from pyspark.sql import functions as F
+
+    first = df.columns[0]
+    guarded = F.col(quote(first))
+    for rule in reversed(constraints):
+        broken = F.col(quote(rule.column)).isNull() if rule.column else ~F.coalesce(F.expr(rule.expression), F.lit(True))
+        guarded = F.when(broken, F.raise_error(F.lit(rule.message))).otherwise(guarded)
+    return df.select(guarded.alias(first), *[F.col(quote(c)) for c in df.columns[1:]])
+
+
 def _seed_text(value: Any) -> Optional[str]:
     if value is None:
         return None
@@ -376,5 +417,8 @@ def _dbt_error(config: m.ModelConfig, err: Exception) -> Exception:
     if isinstance(err, DbtRuntimeError):
         return err
     text = str(err).strip() or repr(err)
+    raised = re.search(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE|\n|$)", text)
+    if raised:  # a row broke a constraint (`_enforce`): its message, without Spark's stack
+        return DbtDatabaseError(raised.group(1))
     text = text if f"'{config.name}'" in text else f"model '{config.name}': {text}"
     return CompilationError(text) if isinstance(err, ConfigurationError) else DbtDatabaseError(text)

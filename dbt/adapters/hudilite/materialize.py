@@ -108,6 +108,51 @@ class ModelConfig:
         return ModelConfigError(f"model '{self.name}': {message}")
 
 
+ENFORCED_CONSTRAINTS = ("not_null", "check")  # checked on every row before the commit; the rest are documentation
+
+
+@dataclass(frozen=True)
+class RowConstraint:
+    """A rule every row of a build must keep (an enforced contract's `not_null` or `check`):
+    `column IS NOT NULL`, or a SQL expression that must not be false (null passes, as in SQL)."""
+
+    message: str
+    column: Optional[str] = None   # not_null
+    expression: Optional[str] = None  # check
+
+    def __str__(self) -> str:
+        return f"not_null({self.column})" if self.column else f"check({self.expression})"
+
+
+def row_constraints(model: Dict[str, Any], columns: Sequence[str]) -> List[RowConstraint]:
+    """The `not_null` and `check` constraints of a model with an enforced contract, from its
+    columns and the model itself; a not_null on a column the model does not produce is a
+    config error. Without an enforced contract dbt applies no constraint, and neither do we."""
+    config = model.get("config", {}) or {}
+    if not ((config.get("contract") or {}).get("enforced")):
+        return []
+    name = model.get("name") or "?"
+    actual = {c.lower(): c for c in columns}
+    declared = [(c.get("name"), k) for c in (model.get("columns") or {}).values() for k in c.get("constraints") or []]
+    declared += [(None, k) for k in model.get("constraints") or []]
+    out: List[RowConstraint] = []
+    for column, constraint in declared:
+        kind = str(constraint.get("type", "")).lower()
+        if kind == "not_null":
+            for target in [column] if column else constraint.get("columns") or []:
+                bare = str(target).strip('`"')
+                if bare.lower() not in actual:
+                    raise ModelConfigError(f"model '{name}': a not_null constraint names column '{bare}', which the "
+                                           f"model does not produce")
+                out.append(RowConstraint(f"model '{name}': null value in column \"{actual[bare.lower()]}\" violates "
+                                         "not-null constraint", column=actual[bare.lower()]))
+        elif kind == "check" and constraint.get("expression"):
+            label = constraint.get("name") or constraint["expression"]
+            out.append(RowConstraint(f"model '{name}': a row violates check constraint \"{label}\"",
+                                     expression=str(constraint["expression"])))
+    return out
+
+
 def validate(config: ModelConfig, columns: Sequence[str]) -> None:
     """Raise `ModelConfigError` for a config that cannot work with the model's columns."""
     if config.materialized == "incremental":

@@ -1,11 +1,20 @@
 {#- The body of the table and incremental materializations: the adapter builds the model
-    from its compiled SELECT (materialize.py decides how). -#}
+    from its compiled SELECT (materialize.py decides how). An enforced contract is checked
+    first (names and types, dbt's own check) and fixes the column order. -#}
 {% macro hudilite_build_model(full_refresh) %}
   {%- set target_relation = this.incorporate(type='table') -%}
   {{ run_hooks(pre_hooks) }}
-  {%- set result = adapter.hudilite_build(target_relation, compiled_code, model, full_refresh) -%}
+  {%- set build_sql = compiled_code -%}
+  {%- if config.get('contract').enforced -%}
+    {%- do get_assert_columns_equivalent(compiled_code) -%}
+    {%- set build_sql = get_select_subquery(compiled_code) -%}
+  {%- endif -%}
+  {%- set result = adapter.hudilite_build(target_relation, build_sql, model, full_refresh) -%}
   {%- call noop_statement('main', result['message'], result['code'], result['rows']) -%}
-    {{ compiled_code }}
+    {%- for rule in result['constraints'] %}
+    -- enforced on every row before the commit: {{ rule }}
+    {%- endfor %}
+    {{ build_sql }}
   {%- endcall -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
