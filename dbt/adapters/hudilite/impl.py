@@ -25,6 +25,7 @@ from .catalog import StorageCatalog
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .dml import run_statement
+from .python_model import run_python_model
 from .relation import HudiliteRelation
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
 from .table.commit import CHECKPOINT_PREFIX
@@ -163,6 +164,16 @@ class HudiliteAdapter(SparkAdapter):
                 raise CompilationError(f"model '{config.name}': a check constraint cannot be evaluated: {err}") from None
 
         return {**self._build(config, relation, rows, full_refresh), "constraints": enforced}
+
+    @available
+    def hudilite_build_python(self, relation: BaseRelation, code: str, model: Dict[str, Any],
+                              full_refresh: bool) -> Dict[str, Any]:
+        """Build a `table` or `incremental` dbt Python model: its `model(dbt, session)` runs
+        here with this connection's SparkSession (python_model.py)."""
+        config = m.ModelConfig.from_node(model)
+        this = (relation.schema, relation.identifier)
+        return self._build(config, relation, lambda catalog: run_python_model(catalog, code, config.name, this),
+                           full_refresh)
 
     @available
     def hudilite_snapshot(self, relation: BaseRelation, sql: str, model: Dict[str, Any], column_names: Dict[str, str],

@@ -5,13 +5,17 @@
   {%- set target_relation = this.incorporate(type='table') -%}
   {{ run_hooks(pre_hooks) }}
   {%- set build_sql = compiled_code -%}
-  {%- if config.get('contract').enforced -%}
-    {%- do get_assert_columns_equivalent(compiled_code) -%}
-    {%- set build_sql = get_select_subquery(compiled_code) -%}
+  {%- if model.language == 'python' -%}
+    {%- set result = adapter.hudilite_build_python(target_relation, compiled_code, model, full_refresh) -%}
+  {%- else -%}
+    {%- if config.get('contract').enforced -%}
+      {%- do get_assert_columns_equivalent(compiled_code) -%}
+      {%- set build_sql = get_select_subquery(compiled_code) -%}
+    {%- endif -%}
+    {%- set result = adapter.hudilite_build(target_relation, build_sql, model, full_refresh) -%}
   {%- endif -%}
-  {%- set result = adapter.hudilite_build(target_relation, build_sql, model, full_refresh) -%}
   {%- call noop_statement('main', result['message'], result['code'], result['rows']) -%}
-    {%- for rule in result['constraints'] %}
+    {%- for rule in result.get('constraints', []) %}
     -- enforced on every row before the commit: {{ rule }}
     {%- endfor %}
     {{ build_sql }}
