@@ -83,6 +83,16 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
                 route_statement(catalog, sql)
         assert route_statement(catalog, "select * from `9t`") is None  # reads go to Spark
         assert route_statement(catalog, "describe dml_s.`9t`") is None
+        # A new table made by CREATE TABLE AS SELECT is a hudilite table; another format is Spark's.
+        run("create table copied as select id, v from `9t` where id = 4")
+        copied = HudiTable.open(spark, str(root / "dml_s" / "copied"))
+        assert [(r.id, r.v) for r in copied.read().collect()] == [(4, "d")]
+        assert [(r.id, r.v) for r in spark.sql("select id, v from dml_s.copied").collect()] == [(4, "d")]
+        assert_hudi_rs_agrees(copied)
+        assert route_statement(catalog, "create table plain using parquet as select 1 as id") is None
+        with pytest.raises(ConfigurationError, match="dml_s.parted as select: PARTITIONED BY is not supported"):
+            route_statement(catalog, "create table parted partitioned by (v) as select 1 as id, 'a' as v")
+        assert not os.path.exists(root / "dml_s" / "parted")
     finally:
         spark.sql("use default")
     assert sorted((r.id, r.v) for r in table.read().collect()) == [(3, "C"), (4, "d")]

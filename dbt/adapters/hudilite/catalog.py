@@ -184,6 +184,19 @@ class StorageCatalog:
             except Exception:  # noqa: BLE001 - the other kind of entry holds the name
                 continue
 
+    def create_table(self, schema: str, name: str, rows: DataFrame) -> HudiTable:
+        """A new hudilite table holding `rows` (auto keys, not partitioned), registered; a
+        failed write leaves no table behind."""
+        table = HudiTable.create(self.spark, self.table_path(schema, name), name, database=schema,
+                                 schema=rows.schema)
+        try:
+            table.insert(rows)
+        except Exception:
+            self.drop_table(schema, name)
+            raise
+        self.register(schema, name, table)
+        return table
+
     def drop_table(self, schema: str, name: str) -> None:
         folder = self.folder(schema, name)
         with self._lock:

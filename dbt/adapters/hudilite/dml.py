@@ -7,6 +7,8 @@ known exactly; a statement that writes a hudilite table never reaches Spark's ow
   replaces the partitions present in the rows (the whole table when it is not partitioned);
 - `UPDATE t [[AS] a] SET c = expr, ... [WHERE cond]` and `DELETE FROM t [[AS] a] [WHERE cond]`
   rewrite the file groups holding matched rows;
+- `CREATE [OR REPLACE] TABLE t AS <query>` of a table that does not exist yet (no `USING`
+  another format) makes a hudilite table, as a model's first build does;
 - anything else that would change the table or its catalog entry (MERGE, TRUNCATE, DROP,
   ALTER, CREATE [OR REPLACE] TABLE/VIEW over it, LOAD DATA, INSERT with a PARTITION clause, a
   WITH before INSERT, ...) is refused with an error that says what to do instead.
@@ -198,6 +200,8 @@ def route_statement(catalog, sql: str, plan=None) -> Optional[DataFrame]:
     parts = _target(plan)
     found = _hudilite_table(catalog, parts) if parts else None
     if found is None:
+        if kind in ("CreateTableAsSelect", "ReplaceTableAsSelect") and parts:
+            return _create_as_select(catalog, plan, parts)
         return None
     schema, name, table = found
     if kind == "UpdateTable":
@@ -213,6 +217,28 @@ def route_statement(catalog, sql: str, plan=None) -> Optional[DataFrame]:
         raise _refused(found, _statement_name(kind))
     catalog.register(schema, name, table)
     return spark.createDataFrame([], "num_affected_rows long")
+
+
+def _create_as_select(catalog, plan, parts: List[str]) -> Optional[DataFrame]:
+    """`CREATE [OR REPLACE] TABLE s.t [USING hudi] AS <query>` of a new table: a hudilite
+    table at <location_root>/s/t, as a model's first build makes (dbt's stored test failures
+    create theirs this way). Another format (`USING parquet`) is Spark's to make."""
+    provider = plan.tableSpec().provider()
+    if provider.isDefined() and provider.get().lower() not in ("hudi", "hudilite"):
+        return None
+    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    if len(parts) == 1:
+        parts = [catalog.spark.catalog.currentDatabase()] + parts
+    if len(parts) != 2:
+        return None
+    schema, name = parts
+    if not plan.partitioning().isEmpty():
+        raise ConfigurationError(f"create table {schema}.{name} as select: PARTITIONED BY is not supported here; "
+                                 "build the table with a dbt model and partition_by")
+    rows = _query_rows(catalog.spark, plan.query())
+    catalog.create_table(schema, name, rows)
+    return catalog.spark.createDataFrame([], "num_affected_rows long")
 
 
 def _alias(table_node) -> Optional[str]:

@@ -1,0 +1,81 @@
+"""dbt features around the models: stored test failures, dbt show, persist_docs, grants,
+dbt retry (dbt-tests-adapter's suites where one exists)."""
+
+import os
+
+import pytest
+
+from dbt.adapters.hudilite.table import HudiTable
+from dbt.tests.adapter.dbt_show.test_dbt_show import BaseShowDoesNotHandleDoubleLimit, BaseShowLimit, BaseShowSqlHeader
+from dbt.tests.adapter.store_test_failures_tests import basic, fixtures
+from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import (
+    BaseStoreTestFailures,
+    BaseStoreTestFailuresLimit,
+)
+from dbt.tests.util import run_dbt
+
+from tests.core.hudi_rs import assert_hudi_rs_agrees
+
+
+class NamedColumns:
+    """The suite's problematic model unions `select *` of a table with six named columns: a
+    hudilite table's `select *` also holds Hudi's five meta columns (as with Hudi's Spark
+    reader), so it names them."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        columns = "id, first_name, last_name, email, gender, ip_address"
+        problematic = fixtures.models__problematic_model.replace("select *", f"select {columns}")
+        return {"fine_model.sql": fixtures.models__fine_model,
+                "fine_model_but_with_a_no_good_very_long_name.sql":
+                    fixtures.models__file_model_but_with_a_no_good_very_long_name,
+                "problematic_model.sql": problematic}
+
+
+class TestStoreTestFailures(NamedColumns, BaseStoreTestFailures):
+    def test_stored_failures_are_hudilite_tables(self, project, spark, clean_up):
+        run_dbt(["test", "--store-failures"], expect_pass=False)
+        root = project.adapter.config.credentials.location_root
+        stored = HudiTable.open(spark, os.path.join(root, self.test_audit_schema, "failing_test"))
+        assert stored.read().count() == 10 and stored.commit_metadata(stored.timeline()[-1]).operation == "INSERT"
+        assert_hudi_rs_agrees(stored)
+
+
+class TestStoreTestFailuresLimit(NamedColumns, BaseStoreTestFailuresLimit):
+    pass
+
+
+class TestStoreTestFailuresAsInteractions(basic.StoreTestFailuresAsInteractions):
+    pass
+
+
+class TestStoreTestFailuresAsProjectLevelOff(basic.StoreTestFailuresAsProjectLevelOff):
+    pass
+
+
+class TestStoreTestFailuresAsProjectLevelView(basic.StoreTestFailuresAsProjectLevelView):
+    pass
+
+
+class TestStoreTestFailuresAsProjectLevelEphemeral(basic.StoreTestFailuresAsProjectLevelEphemeral):
+    pass
+
+
+class TestStoreTestFailuresAsGeneric(basic.StoreTestFailuresAsGeneric):
+    pass
+
+
+class TestStoreTestFailuresAsExceptions(basic.StoreTestFailuresAsExceptions):
+    pass
+
+
+class TestShowLimit(BaseShowLimit):
+    pass
+
+
+class TestShowSqlHeader(BaseShowSqlHeader):
+    pass
+
+
+class TestShowDoesNotHandleDoubleLimit(BaseShowDoesNotHandleDoubleLimit):
+    DATABASE_ERROR_MESSAGE = "Syntax error at or near 'limit'"  # Spark's parser
