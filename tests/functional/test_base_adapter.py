@@ -1,6 +1,8 @@
 """dbt-tests-adapter's base suites against the hudilite profile."""
 
+import datetime as dt
 import getpass
+import os
 
 import pytest
 from dbt.artifacts.schemas.results import RunStatus
@@ -82,8 +84,39 @@ select *, cast(event_time as date) as date_day from {{ ref('input_model') }}
 """
 
 
+class StatsOnStorage:
+    """The catalog stats of a hudilite table, as its files and timeline on storage say when
+    the catalog is compared (the table is built after the expected catalog is made)."""
+
+    def __init__(self, project, name):
+        self.folder = os.path.join(project.adapter.config.credentials.location_root, project.test_schema, name)
+
+    def expected(self):
+        files = [f for f in os.listdir(self.folder) if f.endswith(".parquet")]
+        commits = sorted(f.split(".")[0] for f in os.listdir(os.path.join(self.folder, ".hoodie"))
+                         if f.endswith(".commit") or f.endswith(".replacecommit"))
+        when = dt.datetime.strptime(commits[-1][:14], "%Y%m%d%H%M%S").strftime("%Y-%m-%d %H:%M:%S")
+        stats = {"has_stats": {"id": "has_stats", "label": "Has Stats?", "value": True, "include": False,
+                               "description": "Indicates whether there are statistics for this table"}}
+        for key, label, value in [
+            ("rows", "Rows", 1), ("files", "Files", len(files)),
+            ("bytes", "Bytes", sum(os.path.getsize(os.path.join(self.folder, f)) for f in files)),
+            ("last_commit", "Last commit", f"{commits[-1]} ({when} UTC)"), ("record_key", "Record key", "auto-generated"),
+            ("partitioned_by", "Partitioned by", "not partitioned"),
+        ]:
+            stats[key] = {"id": key, "label": label, "value": value, "include": True, "description": None}
+        return stats
+
+    def __eq__(self, other):
+        return self.expected() == other
+
+    def __repr__(self):
+        return repr(self.expected())
+
+
 class TestDocsGenerate(BaseDocsGenerate):
-    """Spark's type names; tables and views as Spark's catalog describes them, meta columns hidden."""
+    """Spark's type names; tables and views as Spark's catalog describes them, meta columns
+    hidden; the seed (a hudilite table) with its stats."""
 
     @pytest.fixture(scope="class")
     def expected_catalog(self, project):
@@ -96,6 +129,7 @@ class TestDocsGenerate(BaseDocsGenerate):
             view_type="view",
             table_type="table",
             model_stats=expected_catalog.no_stats(),
+            seed_stats=StatsOnStorage(project, "seed"),
         )
 
 

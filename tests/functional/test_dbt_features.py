@@ -1,12 +1,16 @@
 """dbt features around the models: stored test failures, dbt show, persist_docs, grants,
 dbt retry (dbt-tests-adapter's suites where one exists)."""
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
 from dbt.tests.adapter.dbt_show.test_dbt_show import BaseShowDoesNotHandleDoubleLimit, BaseShowLimit, BaseShowSqlHeader
+from dbt.tests.adapter.persist_docs import test_persist_docs as persist
 from dbt.tests.adapter.store_test_failures_tests import basic, fixtures
 from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import (
     BaseStoreTestFailures,
@@ -79,3 +83,33 @@ class TestShowSqlHeader(BaseShowSqlHeader):
 
 class TestShowDoesNotHandleDoubleLimit(BaseShowDoesNotHandleDoubleLimit):
     DATABASE_ERROR_MESSAGE = "Syntax error at or near 'limit'"  # Spark's parser
+
+
+class TestPersistDocs(persist.BasePersistDocs):
+    def test_descriptions_survive_a_new_process(self, project):
+        """`dbt docs generate` in its own process (a fresh SparkSession and catalog) shows them,
+        with each hudilite table's stats."""
+        done = subprocess.run([sys.executable, "-c", "from dbt.cli.main import cli; cli()", "docs", "generate",
+                               "--project-dir", project.project_root, "--profiles-dir", project.profiles_dir],
+                              capture_output=True, text=True, cwd=project.project_root, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:]
+        with open(os.path.join(project.project_root, "target", "catalog.json")) as fp:
+            node = json.load(fp)["nodes"]["model.test.table_model"]
+        self._assert_has_table_comments(node)
+        stats = node["stats"]
+        assert stats["rows"]["value"] == 1 and stats["files"]["value"] == 1 and stats["bytes"]["value"] > 0
+        assert stats["record_key"]["value"] == "auto-generated"
+        assert stats["partitioned_by"]["value"] == "not partitioned"
+        assert stats["last_commit"]["value"].endswith(" UTC)") and len(stats["last_commit"]["value"].split()[0]) == 17
+
+
+class TestPersistDocsColumnMissing(persist.BasePersistDocsColumnMissing):
+    pass
+
+
+class TestPersistDocsAllColumnsMissing(persist.BasePersistDocsAllColumnsMissing):
+    pass
+
+
+class TestPersistDocsQuotedColumnCaseSensitive(persist.BasePersistDocsQuotedColumnCaseSensitive):
+    pass

@@ -16,6 +16,7 @@ process never reads a snapshot older than the statement.
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
 import re
 import threading
@@ -27,6 +28,7 @@ from .spark_plan import names_read, parse_plan
 from .table import ConfigurationError, HudiTable, Storage, quote
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
+DOCS_DIR = ".hudilite_docs"  # <location_root>/<schema>/.hudilite_docs/<relation>.json: persist_docs
 _GLOB_SPECIAL = re.compile(r"([\\{}\[\]*?,])")
 _FOLDER_SPECIAL = re.compile(r"[\\{}\[\]*?,:]")
 
@@ -202,11 +204,13 @@ class StorageCatalog:
         with self._lock:
             self._drop_entry(schema, name)
         self.storage.delete_dir(folder)
+        self.set_docs(schema, name, None, {})
 
     def drop_view(self, schema: str, name: str) -> None:
         with self._lock:
             self._drop_entry(schema, name)
         self.forget_view(schema, name)
+        self.set_docs(schema, name, None, {})
 
     def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
         with self._lock:
@@ -214,6 +218,8 @@ class StorageCatalog:
         self.storage.make_dirs(self.folder(new_schema))
         self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
                                      self.storage.full_path(self.folder(new_schema, new_name)))
+        self.set_docs(new_schema, new_name, *self.docs(schema, name))
+        self.set_docs(schema, name, None, {})
         self.register(new_schema, new_name)
 
     def drop_schema(self, schema: str) -> None:
@@ -222,6 +228,26 @@ class StorageCatalog:
             self.spark.sql(f"drop namespace if exists {quote(schema)} cascade")
             self._entries = {k: v for k, v in self._entries.items() if k[0] != schema}
         self.storage.delete_dir(self.folder(schema))
+
+    # ---- descriptions (persist_docs), kept on storage beside the schema's tables --------------
+    def _docs_file(self, schema: str, name: str) -> str:
+        return posixpath.join(self.folder(schema), DOCS_DIR, folder_name(name, "name") + ".json")
+
+    def set_docs(self, schema: str, name: str, comment: Optional[str], columns: Dict[str, str]) -> None:
+        """Keep a relation's description and its columns' (none: forget them)."""
+        path = self._docs_file(schema, name)
+        if comment or columns:
+            self.storage.write_text(path, json.dumps({"comment": comment, "columns": columns}, indent=1))
+        elif self.storage.exists(path):
+            self.storage.delete_file(path)
+
+    def docs(self, schema: str, name: str) -> Tuple[Optional[str], Dict[str, str]]:
+        """(description, column descriptions) kept for a relation."""
+        path = self._docs_file(schema, name)
+        if not self.storage.exists(path):
+            return None, {}
+        kept = json.loads(self.storage.read_text(path))
+        return kept.get("comment"), kept.get("columns") or {}
 
     # ---- views ------------------------------------------------------------------------------
     def _view_file(self, schema: str, name: str) -> str:

@@ -29,6 +29,7 @@ from .python_model import run_python_model
 from .relation import HudiliteRelation
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
 from .table.commit import CHECKPOINT_PREFIX
+from .table.instant import parse_instant_time
 from .table.properties import PARQUET_ENCODINGS
 
 logger = AdapterLogger("hudilite")
@@ -124,19 +125,34 @@ class HudiliteAdapter(SparkAdapter):
         self.cache_renamed(from_relation, to_relation)
 
     def _get_columns_for_catalog(self, relation: BaseRelation):
-        """dbt docs: Spark's type names, meta columns hidden, one owner for tables and views."""
+        """dbt docs: Spark's type names, meta columns hidden, descriptions kept by persist_docs,
+        and a hudilite table's stats (rows, files, bytes, last commit, record key, partitioning)."""
         catalog = self.catalog
         catalog.resolve([(relation.schema, relation.identifier)])
         spark = catalog.spark
         fields = [f for f in spark.table(quote(relation.schema, relation.identifier)).schema.fields
                   if f.name not in META_COLUMNS]
+        comment, column_comments = catalog.docs(relation.schema, relation.identifier)
+        column_comments = {k.lower(): v for k, v in column_comments.items()}
+        table = catalog.open(relation.schema, relation.identifier)
+        stats = _catalog_stats(table) if table is not None else {}
         for index, field in enumerate(fields):
             yield {
                 "table_database": None, "table_schema": relation.schema, "table_name": relation.identifier,
                 "table_type": str(relation.type), "table_owner": spark.sparkContext.sparkUser(),
+                "table_comment": comment,
                 "column_name": field.name, "column_index": index, "column_type": field.dataType.simpleString(),
-                "column_comment": (field.metadata or {}).get("comment"),
+                "column_comment": column_comments.get(field.name.lower()) or (field.metadata or {}).get("comment"),
+                **stats,
             }
+
+    @available
+    def hudilite_persist_docs(self, relation: BaseRelation, comment: Optional[str],
+                              column_comments: Dict[str, str]) -> None:
+        """Keep a relation's description and its columns' on storage (persist_docs): a later
+        process's `dbt docs generate` shows them."""
+        self.catalog.set_docs(relation.schema, relation.identifier, comment or None,
+                              {k: v for k, v in (column_comments or {}).items() if v})
 
     @available
     def data_columns(self, names: List[str]) -> List[str]:
@@ -356,6 +372,26 @@ class HudiliteAdapter(SparkAdapter):
             return make_view(self.catalog)
         except ConfigurationError as err:
             raise CompilationError(f"{relation}: {err}") from None
+
+
+def _catalog_stats(table: HudiTable) -> Dict[str, Any]:
+    """A hudilite table's stats in dbt's catalog form (`stats:<id>:label/value/...`), from
+    storage alone."""
+    stats = table.stats()
+    completed = table.context.timeline.completed()
+    values = [
+        ("rows", "Rows", stats["rows"]), ("files", "Files", stats["files"]), ("bytes", "Bytes", stats["bytes"]),
+        # text, not a number, for agate: the instant and its UTC time
+        ("last_commit", "Last commit", f"{completed[-1].timestamp} ({parse_instant_time(completed[-1].timestamp):%Y-%m-%d %H:%M:%S} UTC)"
+         if completed else None),
+        ("record_key", "Record key", ", ".join(table.config.record_key_fields) or "auto-generated"),
+        ("partitioned_by", "Partitioned by", ", ".join(table.config.partition_fields) or "not partitioned"),
+    ]
+    out: Dict[str, Any] = {}
+    for key, label, value in values:
+        out.update({f"stats:{key}:label": label, f"stats:{key}:value": value, f"stats:{key}:description": "",
+                    f"stats:{key}:include": value is not None})
+    return out
 
 
 def _shape(df, plan: m.SchemaPlan):

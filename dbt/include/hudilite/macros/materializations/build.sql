@@ -20,6 +20,7 @@
     {%- endfor %}
     {{ build_sql }}
   {%- endcall -%}
+  {%- do persist_docs(target_relation, model) -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmacro %}

@@ -22,6 +22,7 @@
   {%- call noop_statement('main', result['message'], result['code'], result['rows']) -%}
     {{ select }}
   {%- endcall -%}
+  {%- do persist_docs(target_relation, model) -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
