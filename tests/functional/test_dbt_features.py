@@ -16,9 +16,10 @@ from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import
     BaseStoreTestFailures,
     BaseStoreTestFailuresLimit,
 )
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, write_file
 
 from tests.core.hudi_rs import assert_hudi_rs_agrees
+from tests.functional.test_hudilite_models import HudiliteProject
 
 
 class NamedColumns:
@@ -113,3 +114,49 @@ class TestPersistDocsAllColumnsMissing(persist.BasePersistDocsAllColumnsMissing)
 
 class TestPersistDocsQuotedColumnCaseSensitive(persist.BasePersistDocsQuotedColumnCaseSensitive):
     pass
+
+
+class TestGrantsAreRefusedBeforeAnythingIsWritten(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"granted.sql": "{{ config(materialized='table', grants={'select': ['analyst']}) }} select 1 as id",
+                "granted_view.sql": "{{ config(materialized='view', grants={'select': ['analyst']}) }} select 1 as id",
+                "plain.sql": "{{ config(materialized='table') }} select 1 as id"}
+
+    def test_grants_fail_naming_the_model_and_write_nothing(self, project, spark):
+        results = run_dbt(["run"], expect_pass=False)
+        status = {r.node.name: r for r in results}
+        assert status["plain"].status == "success"
+        for name in ("granted", "granted_view"):
+            assert status[name].status == "error"
+            assert f"model '{name}': grants are not supported by hudilite" in status[name].message
+        root = project.adapter.config.credentials.location_root
+        assert sorted(os.listdir(os.path.join(root, project.test_schema))) == ["plain"]
+
+    def test_a_table_that_gains_grants_keeps_its_rows(self, project, spark):
+        run_dbt(["run", "--select", "plain"])
+        before = self.table(project, spark, "plain").timeline()
+        write_file("{{ config(materialized='table', grants={'select': ['analyst']}) }} select 2 as id",
+                   "models", "plain.sql")
+        run_dbt(["run", "--select", "plain"], expect_pass=False)
+        assert self.table(project, spark, "plain").timeline() == before
+        assert self.rows(project, "plain", "id") == [(1,)]
+
+
+class TestRetryRunsWhatFailed(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"good.sql": "{{ config(materialized='table') }} select 1 as id",
+                "flaky.sql": "{{ config(materialized='table') }} select id, no_such_column from {{ ref('good') }}",
+                "downstream.sql": "{{ config(materialized='table') }} select id + 1 as id from {{ ref('flaky') }}"}
+
+    def test_dbt_retry_builds_the_failed_and_skipped_models_only(self, project, spark):
+        results = run_dbt(["run"], expect_pass=False)
+        assert sorted((r.node.name, str(r.status)) for r in results) == [
+            ("downstream", "skipped"), ("flaky", "error"), ("good", "success")]
+        good = self.table(project, spark, "good").timeline()
+        write_file("{{ config(materialized='table') }} select id from {{ ref('good') }}", "models", "flaky.sql")
+        retried = run_dbt(["retry"])
+        assert sorted(r.node.name for r in retried) == ["downstream", "flaky"]
+        assert self.table(project, spark, "good").timeline() == good  # not built again
+        assert self.rows(project, "downstream", "id") == [(2,)]

@@ -3,6 +3,7 @@
     first (names and types, dbt's own check) and fixes the column order. -#}
 {% macro hudilite_build_model(full_refresh) %}
   {%- set target_relation = this.incorporate(type='table') -%}
+  {%- do hudilite_refuse_grants() -%}
   {{ run_hooks(pre_hooks) }}
   {%- set build_sql = compiled_code -%}
   {%- if model.language == 'python' -%}

@@ -2,6 +2,7 @@
     check) and staging SELECT decide what changed; the adapter applies it in one commit:
     new versions inserted, closed versions' dbt_valid_to updated in place (materialize.snapshot_config). -#}
 {% materialization snapshot, adapter='hudilite' %}
+  {%- do hudilite_refuse_grants() -%}
   {%- set target_relation_exists, target_relation = get_or_create_relation(
           database=none, schema=model.schema, identifier=model.get('alias', model.get('name')), type='table') -%}
   {%- if not target_relation.is_table -%}
