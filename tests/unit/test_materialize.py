@@ -243,3 +243,23 @@ def test_a_model_retaining_more_than_archival_keeps_gets_room_above_it():
     assert (c.services.keep_min_commits, c.services.keep_max_commits) == (35, 60)
     c = m.ModelConfig.from_node({"name": "t", "config": {"cluster_every": "4", "cluster_by": "day"}})
     assert (c.services.cluster_every, c.services.cluster_by) == (4, ("day",))
+
+
+def test_row_constraints_of_an_enforced_contract():
+    node = {"name": "orders", "config": {"contract": {"enforced": True}},
+            "columns": {"id": {"name": "id", "constraints": [{"type": "not_null"}, {"type": "primary_key"},
+                                                             {"type": "check", "expression": "id > 0"}]},
+                        "note": {"name": "note", "constraints": []}},
+            "constraints": [{"type": "check", "name": "amount_ok", "expression": "amount >= 0"},
+                            {"type": "not_null", "columns": ["`Amount`"]},
+                            {"type": "unique", "columns": ["id"]}]}
+    rules = m.row_constraints(node, ["ID", "note", "amount"])
+    assert [str(r) for r in rules] == ["not_null(ID)", "check(id > 0)", "check(amount >= 0)", "not_null(amount)"]
+    assert rules[0].message == "model 'orders': null value in column \"ID\" violates not-null constraint"
+    assert rules[2].message == "model 'orders': a row violates check constraint \"amount_ok\""
+    assert rules[1].message == "model 'orders': a row violates check constraint \"id > 0\""
+    # Without an enforced contract dbt applies no constraint, and neither does hudilite.
+    assert m.row_constraints({**node, "config": {}}, ["ID", "note", "amount"]) == []
+    assert m.row_constraints({**node, "config": {"contract": {"enforced": False}}}, ["ID", "note", "amount"]) == []
+    with pytest.raises(m.ModelConfigError, match="model 'orders': a not_null constraint names column 'missing'"):
+        m.row_constraints({**node, "constraints": [{"type": "not_null", "columns": ["missing"]}]}, ["ID"])
