@@ -19,7 +19,7 @@ PROJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integr
 DBT = os.path.join(os.path.dirname(sys.executable), "dbt")
 
 
-HUDI_ONLY = ["--exclude", "path:models/lakehouse", "customer_history"]  # what dbt-spark with parquet cannot build
+HUDI_ONLY = ["--exclude", "path:models/hudi", "customer_history"]  # what dbt-spark with parquet cannot build
 
 
 def build(target, run_date, work, selection=()):

@@ -90,7 +90,13 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
         assert [(r.id, r.v) for r in spark.sql("select id, v from dml_s.copied").collect()] == [(4, "d")]
         assert_hudi_rs_agrees(copied)
         assert route_statement(catalog, "create table plain using parquet as select 1 as id") is None
-        with pytest.raises(ConfigurationError, match="dml_s.parted as select: PARTITIONED BY is not supported"):
+        spark.sql("create table dml_s.spark_own using parquet as select 1 as id")  # a name Spark's table holds
+        assert route_statement(catalog, "create table spark_own as select 2 as id") is None  # Spark: already exists
+        run("create table if not exists copied as select 99 as id, 'z' as v")  # exists: nothing happens
+        assert [(r.id, r.v) for r in HudiTable.open(spark, str(root / "dml_s" / "copied")).read().collect()] == [(4, "d")]
+        with pytest.raises(ConfigurationError, match="LOCATION, OPTIONS and TBLPROPERTIES are not supported"):
+            route_statement(catalog, "create table placed location '/tmp/elsewhere' as select 1 as id")
+        with pytest.raises(ConfigurationError, match="dml_s.parted as select: PARTITIONED BY, LOCATION, OPTIONS"):
             route_statement(catalog, "create table parted partitioned by (v) as select 1 as id, 'a' as v")
         assert not os.path.exists(root / "dml_s" / "parted")
     finally:

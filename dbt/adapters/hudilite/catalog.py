@@ -104,6 +104,10 @@ class StorageCatalog:
             return None
         return HudiTable.open(self.spark, self.table_path(schema, name))
 
+    def is_view(self, schema: str, name: str) -> bool:
+        """A view remembered on storage holds the name."""
+        return self._remembered_view(schema, name) is not None
+
     def schemas(self) -> List[str]:
         return sorted(n for n in self.storage.list_names("") if not n.startswith("."))
 

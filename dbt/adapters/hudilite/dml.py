@@ -203,6 +203,8 @@ def route_statement(catalog, sql: str, plan=None) -> Optional[DataFrame]:
         if kind in ("CreateTableAsSelect", "ReplaceTableAsSelect") and parts:
             return _create_as_select(catalog, plan, parts)
         return None
+    if kind == "CreateTableAsSelect" and plan.ignoreIfExists():  # CREATE TABLE IF NOT EXISTS: it does
+        return spark.createDataFrame([], "num_affected_rows long")
     schema, name, table = found
     if kind == "UpdateTable":
         assignments, where = parse_update(sql)
@@ -233,9 +235,15 @@ def _create_as_select(catalog, plan, parts: List[str]) -> Optional[DataFrame]:
     if len(parts) != 2:
         return None
     schema, name = parts
-    if not plan.partitioning().isEmpty():
-        raise ConfigurationError(f"create table {schema}.{name} as select: PARTITIONED BY is not supported here; "
-                                 "build the table with a dbt model and partition_by")
+    if catalog.is_view(schema, name) or catalog.spark.catalog.tableExists(quote(schema, name)):
+        return None  # Spark's own table or a view holds the name: Spark says it exists (or replaces its own)
+    spec = plan.tableSpec()  # Spark 4: UnresolvedTableSpec(properties, provider, optionExpression, location, ...)
+    options = spec.optionExpression().options()
+    if not plan.partitioning().isEmpty() or spec.location().isDefined() or not spec.properties().isEmpty() \
+            or not options.isEmpty():
+        raise ConfigurationError(f"create table {schema}.{name} as select: PARTITIONED BY, LOCATION, OPTIONS and "
+                                 "TBLPROPERTIES are not supported here (a hudilite table lives at <location_root>/"
+                                 "<schema>/<name>); build the table with a dbt model and partition_by or unique_key")
     rows = _query_rows(catalog.spark, plan.query())
     catalog.create_table(schema, name, rows)
     return catalog.spark.createDataFrame([], "num_affected_rows long")

@@ -10,7 +10,7 @@ import datetime as dt
 import decimal
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from dbt.adapters.base import ConstraintSupport, available
 from dbt.adapters.events.logging import AdapterLogger
@@ -28,7 +28,6 @@ from .dml import run_statement
 from .python_model import run_python_model
 from .relation import HudiliteRelation
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
-from .table.commit import CHECKPOINT_PREFIX
 from .table.instant import parse_instant_time
 from .table.properties import PARQUET_ENCODINGS
 
@@ -69,9 +68,9 @@ class HudiliteAdapter(SparkAdapter):
     def __init__(self, config, mp_context) -> None:
         super().__init__(config, mp_context)
         config.credentials.resolve_location_root(getattr(config, "project_root", None))
-        # Per model being built: the upstream checkpoints its `hudilite_changes` reads ended at,
-        # kept in the model's next commit.
-        self._checkpoints: Dict[Tuple[str, str], Dict[str, str]] = {}
+        # Per model being built: for each upstream its `hudilite_changes` read, (the checkpoint
+        # it read from, the instant it read to), kept in the model's next commit.
+        self._checkpoints: Dict[Tuple[str, str], Dict[str, Tuple[Optional[str], str]]] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -109,6 +108,7 @@ class HudiliteAdapter(SparkAdapter):
             self.cache_dropped(relation)
             return
         catalog.forget_view(relation.schema, relation.identifier)
+        catalog.set_docs(relation.schema, relation.identifier, None, {})
         super().drop_relation(relation)
 
     def drop_schema(self, relation: BaseRelation) -> None:
@@ -165,21 +165,21 @@ class HudiliteAdapter(SparkAdapter):
         """Build a `table` or `incremental` model from its compiled SELECT (with an enforced
         contract, its not_null and check constraints hold for every row or nothing is committed)."""
         config = m.ModelConfig.from_node(model)
-
-        enforced: List[str] = []
+        constraints: List[m.RowConstraint] = []
 
         def rows(catalog: StorageCatalog):
             df = self._model_rows(config, catalog, sql)
             try:
-                constraints = m.row_constraints(model, df.columns)
-                enforced.extend(str(c) for c in constraints)
-                return _enforce(df, constraints)
+                constraints.extend(m.row_constraints(model, df.columns))
+                _enforce(df, constraints)  # analysed now: a check naming no column fails before anything is written
             except m.ModelConfigError as err:
                 raise CompilationError(str(err)) from None
             except Exception as err:  # noqa: BLE001 - a check Spark cannot analyse names its column
                 raise CompilationError(f"model '{config.name}': a check constraint cannot be evaluated: {err}") from None
+            return df
 
-        return {**self._build(config, relation, rows, full_refresh), "constraints": enforced}
+        result = self._build(config, relation, rows, full_refresh, constraints)
+        return {**result, "constraints": [str(c) for c in constraints]}
 
     @available
     def hudilite_build_python(self, relation: BaseRelation, code: str, model: Dict[str, Any],
@@ -232,8 +232,10 @@ class HudiliteAdapter(SparkAdapter):
         except Exception as err:  # noqa: BLE001 - Spark's analysis errors name what is wrong
             raise DbtRuntimeError(f"model '{config.name}': {err}") from None
 
-    def _build(self, config: m.ModelConfig, relation: BaseRelation, rows, full_refresh: bool) -> Dict[str, Any]:
-        """Plan the build from the model's rows and the table's state, then carry the plan out."""
+    def _build(self, config: m.ModelConfig, relation: BaseRelation, rows, full_refresh: bool,
+               constraints: Sequence[m.RowConstraint] = ()) -> Dict[str, Any]:
+        """Plan the build from the model's rows and the table's state, then carry the plan out
+        (every row keeping `constraints`, or nothing committed)."""
         catalog = self.catalog
         schema, name = relation.schema, relation.identifier
         df = rows(catalog)
@@ -247,9 +249,12 @@ class HudiliteAdapter(SparkAdapter):
             plan = m.plan_build(config, _columns(df.schema), state, full_refresh)
         except m.ModelConfigError as err:
             raise CompilationError(str(err)) from None
+        replaces = catalog.is_view(schema, name) if table is None else plan.recreate or (not built and not _layout_fits(table, plan))
+        if replaces and constraints:  # the old relation goes before the write: check the rows first
+            _first_violation(df, constraints)
         if table is None:
             catalog.drop_view(schema, name)  # the model was a view before
-        elif plan.recreate or (not built and not _layout_fits(table, plan)):
+        elif replaces:
             catalog.drop_table(schema, name)  # a rebuild with a new layout starts a new table
             table = None
         if plan.operation == m.CREATE and table is None:
@@ -260,15 +265,15 @@ class HudiliteAdapter(SparkAdapter):
                                          parquet_encoding=plan.parquet_encoding or PARQUET_ENCODINGS[0])
             except Exception as err:  # nothing of ours to clean up: the table is not created
                 raise _dbt_error(config, err) from None
-        table.commit_extra = self._checkpoints.pop((schema, name), {})
+        table.checkpoints = self._checkpoints.pop((schema, name), {})
         try:
-            instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df))
+            instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df, constraints))
         except Exception as err:
             if plan.operation == m.CREATE:  # a failed first build leaves no table behind
                 catalog.drop_table(schema, name)
             raise _dbt_error(config, err) from None
         finally:
-            table.commit_extra = {}
+            table.checkpoints = {}
         catalog.register(schema, name, table)
         if instant is None:
             return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
@@ -286,14 +291,16 @@ class HudiliteAdapter(SparkAdapter):
         }
 
     @staticmethod
-    def _carry_out(plan: m.BuildPlan, table: HudiTable, df) -> str:
-        """The plan's write; returns its instant."""
+    def _carry_out(plan: m.BuildPlan, table: HudiTable, df, constraints: Sequence[m.RowConstraint] = ()) -> str:
+        """The plan's write, its rows checked against `constraints` as they are written;
+        returns its instant."""
         table.file_sizing = plan.file_sizing
         if plan.operation == m.CREATE:
+            df = _enforce(df, constraints)
             return table.upsert(df) if plan.record_key else table.insert(df)
         if plan.operation == m.OVERWRITE_TABLE:
-            return table.insert_overwrite_table(df)
-        df = _shape(df, plan.schema)
+            return table.insert_overwrite_table(_enforce(df, constraints))
+        df = _enforce(_shape(df, plan.schema), constraints)  # on the columns that are written
         drop_missing = plan.schema.drop_missing_columns
         if plan.operation == m.UPSERT:
             return table.upsert(df, plan.update_columns, plan.predicates, drop_missing_columns=drop_missing,
@@ -348,19 +355,41 @@ class HudiliteAdapter(SparkAdapter):
         """The name of a temporary view of the rows of `relation` changed in (start, end].
         Without a start, `reader` (the model being built) reads from the checkpoint its last
         commit kept when `resume` (an incremental run), else every row; its next commit keeps
-        where this read ended as the new checkpoint."""
+        where this read ended as the new checkpoint, and publishes only if no other run moved
+        the checkpoint meanwhile."""
         source = f"{relation.schema}.{relation.identifier}"
         if start is None and resume and reader is not None:
-            table = self.catalog.open(reader.schema, reader.identifier)
-            start = table.checkpoint(source) if table is not None else None
+            start = self._resume_point(reader, relation, source)
         view, end_instant = self._read_view(
             lambda c: c.changes_view(relation.schema, relation.identifier, None if start is None else str(start),
                                      None if end is None else str(end)),
             relation,
         )
         if reader is not None:
-            self._checkpoints.setdefault((reader.schema, reader.identifier), {})[CHECKPOINT_PREFIX + source] = end_instant
+            self._checkpoints.setdefault((reader.schema, reader.identifier), {})[source] = (start, end_instant)
         return view
+
+    def _resume_point(self, reader: BaseRelation, relation: BaseRelation, source: str) -> Optional[str]:
+        """The checkpoint `reader` kept for `source`; an error when it kept none or the source
+        no longer has that instant (restored or rebuilt): reading from the beginning again
+        would add rows twice, so a full refresh is asked for."""
+        catalog = self.catalog
+        table = catalog.open(reader.schema, reader.identifier)
+        if table is None or table.context.timeline.latest_completed() is None:
+            return None
+        checkpoint = table.checkpoint(source)
+        fix = f"rebuild {reader.schema}.{reader.identifier} with --full-refresh"
+        if checkpoint is None:
+            raise CompilationError(f"model '{reader.identifier}': no commit of its table keeps a checkpoint of {source}'s "
+                                   f"changes (archived, or the model read with an explicit start before); {fix}")
+        upstream = catalog.open(relation.schema, relation.identifier)
+        timeline = upstream.context.timeline if upstream is not None else None
+        archived_through = timeline.archived().through if timeline is not None else None
+        if timeline is None or not (any(i.timestamp == checkpoint for i in timeline.completed())
+                                    or (archived_through is not None and checkpoint <= archived_through)):
+            raise CompilationError(f"model '{reader.identifier}': its checkpoint {checkpoint} is no longer an instant of "
+                                   f"{source} (restored or rebuilt since), so which rows changed cannot be told; {fix}")
+        return checkpoint
 
     @available
     def hudilite_instants(self, relation: BaseRelation) -> List[str]:
@@ -408,9 +437,19 @@ def _shape(df, plan: m.SchemaPlan):
     )
 
 
-def _enforce(df, constraints: List[m.RowConstraint]):
+def _broken(df, rule: m.RowConstraint):
+    """A row breaks `rule` (deletes of a merge carry no values to check)."""
+    from pyspark.sql import functions as F
+
+    broken = F.col(quote(rule.column)).isNull() if rule.column else ~F.coalesce(F.expr(rule.expression), F.lit(True))
+    flag = next((c for c in df.columns if c.lower() == m.DELETE_FLAG.lower()), None)
+    return broken & ~F.coalesce(F.col(quote(flag)).cast("boolean"), F.lit(False)) if flag else broken
+
+
+def _enforce(df, constraints: Sequence[m.RowConstraint]):
     """`df` with each constraint checked as its rows are computed: inside the core's write job,
-    so a violating row fails the build before anything is committed."""
+    so a violating row fails the build before anything is committed. The check rides on the
+    first column, which every write path writes."""
     if not constraints:
         return df
     from pyspark.sql import functions as F
@@ -418,9 +457,15 @@ def _enforce(df, constraints: List[m.RowConstraint]):
     first = df.columns[0]
     guarded = F.col(quote(first))
     for rule in reversed(constraints):
-        broken = F.col(quote(rule.column)).isNull() if rule.column else ~F.coalesce(F.expr(rule.expression), F.lit(True))
-        guarded = F.when(broken, F.raise_error(F.lit(rule.message))).otherwise(guarded)
+        guarded = F.when(_broken(df, rule), F.raise_error(F.lit(rule.message))).otherwise(guarded)
     return df.select(guarded.alias(first), *[F.col(quote(c)) for c in df.columns[1:]])
+
+
+def _first_violation(df, constraints: Sequence[m.RowConstraint]) -> None:
+    """Check the rows before a build that first drops the relation it replaces (one Spark job each)."""
+    for rule in constraints:
+        if df.where(_broken(df, rule)).limit(1).count():
+            raise DbtDatabaseError(rule.message)
 
 
 def _seed_text(value: Any) -> Optional[str]:

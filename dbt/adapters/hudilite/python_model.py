@@ -22,7 +22,7 @@ def run_python_model(catalog: StorageCatalog, code: str, name: str, this: Sequen
     filename = f"<python model {name}>"
     namespace: dict = {"__name__": f"dbt_python_model_{name}", "spark": spark}  # dbt-spark's models use `spark` too
     try:
-        exec(compile(code, filename, "exec"), namespace)
+        exec(compile(code, filename, "exec", dont_inherit=True), namespace)
         if not callable(namespace.get("model")):
             raise DbtRuntimeError(f"model '{name}': a Python model defines `def model(dbt, session)`")
         catalog.resolve([tuple(this)])  # `dbt.this` in session.sql() reads the table's latest commit

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from . import faults
 from . import properties as props
 from .properties import KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE
-from .commit import SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
+from .commit import CHECKPOINT_PREFIX, SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from .errors import ConcurrentWriteError, ConfigurationError, DataError, HudiliteError, SchemaError, TimelineError
 from .file_group import BaseFile, FileSystemView
 from .file_sizing import FileSizing
@@ -71,7 +71,10 @@ class TableContext:
         self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
         self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
         self.file_sizing = FileSizing()  # small-file handling of inserts
-        self.commit_extra: Dict[str, str] = {}  # extraMetadata of the next commits (checkpoints of what a write read)
+        # Per upstream table whose changes the next write consumed: (the checkpoint it read
+        # from, where it read to). Kept in the commit's extraMetadata; the write publishes only
+        # if no other write of this table moved the checkpoint meanwhile.
+        self.checkpoints: Dict[str, Tuple[Optional[str], str]] = {}
         self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
         self._field_prefixed: Optional[bool] = None  # the key format, once known (`field_prefixed_keys`)
 
@@ -227,12 +230,31 @@ class TableContext:
         shards_at_start = _shards(self.index.state())
         schema_at_start = self.committed_schema()
 
-        def index_changed_meanwhile() -> Optional[str]:
-            now = _shards(self.index.state())
-            return None if now == shards_at_start else "the record index was built or resharded while this write ran"
+        # A read from a checkpoint adds to what earlier writes consumed: it may publish only
+        # while that checkpoint is the latest. A read from the start replaces it all.
+        read_from = {source: start for source, (start, _) in self.checkpoints.items() if start is not None}
+
+        def changed_meanwhile() -> Optional[str]:
+            if _shards(self.index.state()) != shards_at_start:
+                return "the record index was built or resharded while this write ran"
+            for source, start in read_from.items():
+                if self.checkpoint(source) != start:
+                    return (f"another write consumed the changes of {source} since this one read them (its checkpoint "
+                            f"moved from {start} to {self.checkpoint(source)}); run again")
+            return None
 
         return WriteTransaction(self.storage, self.timeline, action, None if self.config.auto_keys else self.keys_in,
-                                index_changed_meanwhile, None if schema_at_start is None else to_json(schema_at_start))
+                                changed_meanwhile, None if schema_at_start is None else to_json(schema_at_start))
+
+    def checkpoint(self, source: str) -> Optional[str]:
+        """The instant of `source` up to which this table's latest write that recorded one
+        consumed its changes (None when no active commit holds one)."""
+        key = CHECKPOINT_PREFIX + source
+        for instant in reversed(self.timeline.completed()):
+            value = self.timeline.metadata(instant).extra.get(key)
+            if value:
+                return value
+        return None
 
     def keys_in(self, paths: List[str]) -> Set[str]:
         """The record keys stored in base files (driver side: for conflict checks)."""
@@ -411,7 +433,8 @@ class TableContext:
         """Publish the instant: its write stats, replaced file groups, schema and index files."""
         metadata = CommitMetadata(
             operation=operation, write_stats=stats, replaced_file_ids=replaced or {},
-            extra={**self.commit_extra, SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
+            extra={**{CHECKPOINT_PREFIX + source: end for source, (_, end) in self.checkpoints.items()},
+                   SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
         )
         txn.commit(metadata, index_files)
         return txn.instant

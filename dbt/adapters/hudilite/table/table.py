@@ -30,7 +30,7 @@ from .cleaner import (
     CleanPlan,
     CleanPolicy,
 )
-from .commit import CHECKPOINT_PREFIX, UPSERT, CommitMetadata
+from .commit import UPSERT, CommitMetadata
 from .context import TableContext, schema_mode
 from .environment import check_python_workers
 from .errors import ConfigurationError, TimelineError
@@ -160,14 +160,16 @@ class HudiTable:
         self.context.file_sizing = sizing
 
     @property
-    def commit_extra(self) -> Dict[str, str]:
-        """Entries added to the `extraMetadata` of this table's next commits, e.g. the
-        checkpoint of an upstream table's changes the write consumed (`CHECKPOINT_PREFIX`)."""
-        return self.context.commit_extra
+    def checkpoints(self) -> Dict[str, Tuple[Optional[str], str]]:
+        """Per upstream table (`schema.name`) whose changes the next writes consume: (the
+        checkpoint they were read from, or None for every row; the instant they were read to).
+        The commit keeps the end (`CHECKPOINT_PREFIX`); a write that read from a checkpoint
+        publishes only while that checkpoint is still the latest."""
+        return self.context.checkpoints
 
-    @commit_extra.setter
-    def commit_extra(self, extra: Dict[str, str]) -> None:
-        self.context.commit_extra = dict(extra)
+    @checkpoints.setter
+    def checkpoints(self, checkpoints: Dict[str, Tuple[Optional[str], str]]) -> None:
+        self.context.checkpoints = dict(checkpoints)
 
     # ---- timeline ---------------------------------------------------------------------------
     def timeline(self) -> List[Instant]:
@@ -271,6 +273,8 @@ class HudiTable:
         """Rows inserted or changed in the instants (start, end]; `start` None reads every
         row. `end` defaults to `changes_end()`."""
         start_instant, end_instant = self.changes_range(start, end)
+        if end_instant == start_instant:  # nothing final after the start (a first write may be in flight)
+            return self.spark.createDataFrame([], self.schema(with_meta=True))
         files = [f for f in self.context.timeline.view(end_instant).latest_base_files() if f.instant > start_instant]
         return changed_rows(self.context.read_files(files, end_instant), start_instant, end_instant)
 
@@ -300,13 +304,7 @@ class HudiTable:
         """The instant of `source` (an upstream table) up to which this table's latest write
         that recorded one consumed its changes, as Hudi's streamer keeps its checkpoint in
         the commit's extraMetadata; None when no active commit holds one."""
-        key = CHECKPOINT_PREFIX + source
-        timeline = self.context.timeline
-        for instant in reversed(timeline.completed()):
-            value = timeline.metadata(instant).extra.get(key)
-            if value:
-                return value
-        return None
+        return self.context.checkpoint(source)
 
     def create_temp_view(self, view_name: str, as_of=None) -> DataFrame:
         df = self.read(as_of)

@@ -12,7 +12,12 @@
 
 {% macro hudilite_changes(relation, start=none, end=none) %}
   {%- if execute -%}
-    {#- Without a start, the model reads from the checkpoint its last build kept. -#}
+    {#- Without a start, the model reads from the checkpoint its last build kept. An
+        ephemeral model keeps none: it would read every row on every run. -#}
+    {%- if start is none and config.get('materialized') == 'ephemeral' -%}
+      {%- do exceptions.raise_compiler_error("model '" ~ model.name ~ "': hudilite_changes without a start keeps its "
+            ~ "checkpoint in the model's own table; an ephemeral model has none: read it from an incremental model") -%}
+    {%- endif -%}
     {%- set reader = this if (start is none and this is defined) else none -%}
     {{- return(adapter.hudilite_changes(relation, start, end, reader, reader is not none and is_incremental())) -}}
   {%- endif -%}
