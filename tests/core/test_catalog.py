@@ -90,7 +90,7 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
         assert [(r.id, r.v) for r in spark.sql("select id, v from dml_s.copied").collect()] == [(4, "d")]
         assert_hudi_rs_agrees(copied)
         assert route_statement(catalog, "create table plain using parquet as select 1 as id") is None
-        spark.sql("create table dml_s.spark_own using parquet as select 1 as id")  # a name Spark's table holds
+        spark.sql(f"create table dml_s.spark_own using parquet location '{tmp_path / 'own'}' as select 1 as id")
         assert route_statement(catalog, "create table spark_own as select 2 as id") is None  # Spark: already exists
         run("create table if not exists copied as select 99 as id, 'z' as v")  # exists: nothing happens
         assert [(r.id, r.v) for r in HudiTable.open(spark, str(root / "dml_s" / "copied")).read().collect()] == [(4, "d")]
@@ -100,6 +100,7 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
             route_statement(catalog, "create table parted partitioned by (v) as select 1 as id, 'a' as v")
         assert not os.path.exists(root / "dml_s" / "parted")
     finally:
+        spark.sql("drop table if exists dml_s.spark_own")  # a name Spark's own table holds, above
         spark.sql("use default")
     assert sorted((r.id, r.v) for r in table.read().collect()) == [(3, "C"), (4, "d")]
     assert [i.action for i in table.timeline()] == ["commit", "commit", "replacecommit", "commit", "commit"]

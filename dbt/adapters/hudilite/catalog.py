@@ -121,11 +121,13 @@ class StorageCatalog:
         are not ours are left to Spark."""
         seen: set = set()
         for parts in names:
-            key = self._key(parts)
+            key = self.table_key(parts)
             if key is not None:
                 self._refresh(key, seen)
 
-    def _key(self, parts: Sequence[str]) -> Optional[Tuple[str, str]]:
+    def table_key(self, parts: Sequence[str]) -> Optional[Tuple[str, str]]:
+        """(schema, name) of a name as a statement wrote it (`spark_catalog.` dropped, the
+        current schema added); None when it cannot name a table of ours."""
         parts = list(parts)
         if len(parts) == 3 and parts[0].lower() == "spark_catalog":
             parts = parts[1:]
@@ -156,7 +158,7 @@ class StorageCatalog:
                     self._drop_entry(schema, name)
             return
         for parts in names_read(parse_plan(self.spark, sql)):
-            inner = self._key(parts)
+            inner = self.table_key(parts)
             if inner is not None:
                 self._refresh(inner, seen)
         if self._entries.get(key) != ("view", sql):

@@ -156,17 +156,9 @@ def _is_command(spark, plan) -> bool:
 
 def _hudilite_table(catalog, parts: List[str]):
     """(schema, name, HudiTable) when `parts` name a hudilite table, else None."""
-    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
-        parts = parts[1:]
-    if len(parts) == 1:
-        parts = [catalog.spark.catalog.currentDatabase()] + parts
-    if len(parts) != 2:
-        return None
-    try:
-        table = catalog.open(*parts)
-    except ConfigurationError:  # not a name a hudilite table can have
-        return None
-    return None if table is None else (parts[0], parts[1], table)
+    key = catalog.table_key(parts)
+    table = catalog.open(*key) if key is not None else None
+    return None if table is None else (key[0], key[1], table)
 
 
 def run_statement(catalog, sql: str) -> DataFrame:
@@ -228,13 +220,10 @@ def _create_as_select(catalog, plan, parts: List[str]) -> Optional[DataFrame]:
     provider = plan.tableSpec().provider()
     if provider.isDefined() and provider.get().lower() not in ("hudi", "hudilite"):
         return None
-    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
-        parts = parts[1:]
-    if len(parts) == 1:
-        parts = [catalog.spark.catalog.currentDatabase()] + parts
-    if len(parts) != 2:
+    key = catalog.table_key(parts)
+    if key is None:
         return None
-    schema, name = parts
+    schema, name = key
     if catalog.is_view(schema, name) or catalog.spark.catalog.tableExists(quote(schema, name)):
         return None  # Spark's own table or a view holds the name: Spark says it exists (or replaces its own)
     spec = plan.tableSpec()  # Spark 4: UnresolvedTableSpec(properties, provider, optionExpression, location, ...)
