@@ -107,3 +107,29 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
     assert table.validate() == []
     assert not [f for f in os.listdir(table.path) if f.startswith("part-")]
     assert_hudi_rs_agrees(table)
+
+
+def test_the_text_reader_of_spark_connect_agrees_with_sparks_parser(spark):
+    """Over Spark Connect statements are read from their text: for every shape the router acts
+    on, the text gives the same kind, target and parts as Spark's parser, and at least its names."""
+    from dbt.adapters.hudilite import statement as st
+    from dbt.adapters.hudilite.spark_plan import statement_from_plan
+    from dbt.adapters.hudilite.sql_text import statement_from_text
+    from tests.unit.test_sql_text import CASES
+
+    extra = ["insert into t partition (p = 'x') select 1", "insert into s.t by name select 1 as id",
+             "update s.t set a = 1 where b in (select b from s.u)", "delete from s.t d where d.a = 1",
+             "create table t partitioned by (v) as select 1 as v", "create table t using hudi as select 1 as v",
+             "select * from (select * from s.a) x join s.b on x.id = b.id where x.id in (select id from c)"]
+    for sql in [case[0] for case in CASES] + extra:
+        plan, text = statement_from_plan(spark, sql), statement_from_text(sql, lambda q: q)
+        # the table it would change (a write naming no table changes none of ours)
+        assert (text.target if text.writes else None) == (plan.target if plan.writes else None), sql
+        if plan.kind in (st.INSERT, st.UPDATE, st.DELETE, st.CREATE_AS_SELECT, st.REPLACE_AS_SELECT):
+            assert text.kind == plan.kind, sql
+        assert plan.names <= text.names, sql
+        fields = ["with_before", "alias", "overwrite", "by_name", "columns", "partition_clause", "if_not_exists",
+                  "placement"]
+        assert [getattr(text, f) for f in fields] == [getattr(plan, f) for f in fields], sql
+        if plan.kind in (st.CREATE_AS_SELECT, st.REPLACE_AS_SELECT):
+            assert (text.provider or "").lower() == (plan.provider or "").lower(), sql

@@ -24,7 +24,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .spark_plan import names_read, parse_plan
+from .statement import read_statement
 from .table import ConfigurationError, HudiTable, Storage, quote
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
@@ -118,21 +118,32 @@ class StorageCatalog:
     def resolve(self, names: Iterable[Sequence[str]]) -> None:
         """Make the entries these names (as a statement wrote them) point at current: hudilite
         tables as of their latest commit, remembered views with what they read. Names that
-        are not ours are left to Spark."""
+        are not ours are left to Spark. A name is looked up only when its schema's folder
+        lists it (one listing per schema), so a statement's many names cost little."""
         seen: set = set()
+        listed: Dict[str, set] = {}
+        current = self.spark.catalog.currentDatabase()
         for parts in names:
-            key = self.table_key(parts)
-            if key is not None:
+            key = self.table_key(parts, current)
+            if key is not None and (key in self._entries or self._listed(key, listed)):
                 self._refresh(key, seen)
 
-    def table_key(self, parts: Sequence[str]) -> Optional[Tuple[str, str]]:
+    def _listed(self, key: Tuple[str, str], listed: Dict[str, set]) -> bool:
+        schema, name = key
+        if schema not in listed:
+            folder = self.folder(schema)
+            listed[schema] = set(self.storage.list_names(folder)) | {
+                n[: -len(".sql")] for n in self.storage.list_names(posixpath.join(folder, VIEWS_DIR))}
+        return name in listed[schema]
+
+    def table_key(self, parts: Sequence[str], current: Optional[str] = None) -> Optional[Tuple[str, str]]:
         """(schema, name) of a name as a statement wrote it (`spark_catalog.` dropped, the
         current schema added); None when it cannot name a table of ours."""
         parts = list(parts)
         if len(parts) == 3 and parts[0].lower() == "spark_catalog":
             parts = parts[1:]
         if len(parts) == 1:
-            parts = [self.spark.catalog.currentDatabase()] + parts
+            parts = [current or self.spark.catalog.currentDatabase()] + parts
         if len(parts) != 2:
             return None
         try:
@@ -157,7 +168,8 @@ class StorageCatalog:
                 with self._lock:
                     self._drop_entry(schema, name)
             return
-        for parts in names_read(parse_plan(self.spark, sql)):
+        statement = read_statement(self.spark, sql)
+        for parts in statement.names if statement is not None else ():
             inner = self.table_key(parts)
             if inner is not None:
                 self._refresh(inner, seen)

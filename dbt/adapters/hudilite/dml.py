@@ -1,8 +1,8 @@
 """SQL statements aimed at hudilite tables: carried out by the table-format core, or refused.
 
-Spark's own parser reads every statement a connection runs (comments, backticks, `USE`,
-`spark_catalog.` prefixes and all), so the kind of statement and the table it writes are
-known exactly; a statement that writes a hudilite table never reaches Spark's own writer:
+Every statement a connection runs is read first (`statement`: Spark's own parser in a classic
+session, the statement's text over Spark Connect), so the kind of statement and the table it
+writes are known; a statement that writes a hudilite table never reaches Spark's own writer:
 - `INSERT INTO t [(cols)] <query>` appends (a commit); `INSERT OVERWRITE [TABLE] t <query>`
   replaces the partitions present in the rows (the whole table when it is not partitioned);
 - `UPDATE t [[AS] a] SET c = expr, ... [WHERE cond]` and `DELETE FROM t [[AS] a] [WHERE cond]`
@@ -23,20 +23,8 @@ from typing import Dict, List, Optional, Tuple
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .spark_plan import name_parts, names_read, parse_plan, seq
+from . import statement as st
 from .table import ConfigurationError, quote
-
-# Statements that may name a table and change nothing in it.
-_HARMLESS = {
-    "DescribeRelation", "DescribeColumn", "ShowColumns", "ShowCreateTable", "ShowTableProperties", "ShowPartitions",
-    "ShowTableExtended", "CacheTable", "CacheTableAsSelect", "UncacheTable", "RefreshTable", "AnalyzeTable",
-    "AnalyzeTables", "AnalyzeColumn",
-}
-# Writes that are not `Command`s in Spark's plan hierarchy.
-_WRITES = {
-    "InsertIntoStatement", "CreateTableAsSelect", "ReplaceTableAsSelect", "CreateTable", "ReplaceTable",
-    "UpdateTable", "DeleteFromTable", "MergeIntoTable", "UnresolvedWith",
-}
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[^\s.`(),;]+)"
 _TARGET = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
@@ -138,25 +126,10 @@ def _unquote(identifier: str) -> str:
     return identifier
 
 
-# ---- Spark's parse of a statement ------------------------------------------------------------
-def _target(plan) -> Optional[List[str]]:
-    """The table a statement acts on: the first of its fields that names one."""
-    fields = plan.productIterator()
-    while fields.hasNext():
-        parts = name_parts(fields.next())
-        if parts is not None:
-            return parts
-    return None
-
-
-def _is_command(spark, plan) -> bool:
-    command = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
-    return command.isInstance(plan)
-
-
-def _hudilite_table(catalog, parts: List[str]):
+# ---- routing ----------------------------------------------------------------------------------
+def _hudilite_table(catalog, parts: Optional[List[str]]):
     """(schema, name, HudiTable) when `parts` name a hudilite table, else None."""
-    key = catalog.table_key(parts)
+    key = catalog.table_key(parts) if parts else None
     table = catalog.open(*key) if key is not None else None
     return None if table is None else (key[0], key[1], table)
 
@@ -165,87 +138,66 @@ def run_statement(catalog, sql: str) -> DataFrame:
     """Run one statement of a connection or a model: the hudilite tables and views it names
     are registered as of now, a write to one is carried out by the core (or refused), and
     everything else is Spark's."""
-    plan = parse_plan(catalog.spark, sql)
-    catalog.resolve(names_read(plan) if plan is not None else ())
-    routed = route_statement(catalog, sql, plan) if plan is not None else None
+    statement = st.read_statement(catalog.spark, sql)
+    catalog.resolve(statement.names if statement is not None else ())
+    routed = route_statement(catalog, sql, statement) if statement is not None else None
     return routed if routed is not None else catalog.spark.sql(sql)
 
 
-def route_statement(catalog, sql: str, plan=None) -> Optional[DataFrame]:
-    """Carry out `sql` (parsed as `plan` when the caller has it) if it writes a hudilite table
-    and return an empty result; refuse what the core cannot do; None when the statement is
-    not for hudilite and Spark should run it."""
+def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None) -> Optional[DataFrame]:
+    """Carry out `sql` (read as `statement` when the caller has it) if it writes a hudilite
+    table and return an empty result; refuse what the core cannot do; None when the statement
+    is not for hudilite and Spark should run it."""
     spark = catalog.spark
-    plan = plan if plan is not None else parse_plan(spark, sql)
-    if plan is None:
+    statement = statement or st.read_statement(spark, sql)
+    if statement is None or not statement.writes:
         return None
-    kind = plan.getClass().getSimpleName()
-    if kind in _HARMLESS or (kind not in _WRITES and not _is_command(spark, plan)):
-        return None
-    if kind == "UnresolvedWith":
-        inner = plan.child()
-        kind, parts = inner.getClass().getSimpleName(), _target(inner)
-        found = _hudilite_table(catalog, parts) if kind in _WRITES and parts else None
+    found = _hudilite_table(catalog, statement.target)
+    if statement.with_before:
         if found:
             raise _refused(found, "WITH before INSERT (put the WITH inside the SELECT)")
         return None
-    parts = _target(plan)
-    found = _hudilite_table(catalog, parts) if parts else None
+    kind = statement.kind
     if found is None:
-        if kind in ("CreateTableAsSelect", "ReplaceTableAsSelect") and parts:
-            return _create_as_select(catalog, plan, parts)
+        if kind in (st.CREATE_AS_SELECT, st.REPLACE_AS_SELECT) and statement.target:
+            return _create_as_select(catalog, statement)
         return None
-    if kind == "CreateTableAsSelect" and plan.ignoreIfExists():  # CREATE TABLE IF NOT EXISTS: it does
+    if kind == st.CREATE_AS_SELECT and statement.if_not_exists:  # CREATE TABLE IF NOT EXISTS: it does
         return spark.createDataFrame([], "num_affected_rows long")
     schema, name, table = found
-    if kind == "UpdateTable":
+    if kind == st.UPDATE:
         assignments, where = parse_update(sql)
-        table.update(assignments, where, alias=_alias(plan.table()))
-    elif kind == "DeleteFromTable":
-        table.delete_where(parse_delete(sql) or "true", alias=_alias(plan.table()))
-    elif kind == "InsertIntoStatement":
-        if not plan.partitionSpec().isEmpty():
+        table.update(assignments, where, alias=statement.alias)
+    elif kind == st.DELETE:
+        table.delete_where(parse_delete(sql) or "true", alias=statement.alias)
+    elif kind == st.INSERT:
+        if statement.partition_clause:
             raise _refused(found, "INSERT with a PARTITION clause (partition values come from the rows' columns)")
-        _insert(catalog, plan, schema, name, table)
+        _insert(statement, schema, name, table)
     else:
-        raise _refused(found, _statement_name(kind))
+        raise _refused(found, statement.description)
     catalog.register(schema, name, table)
     return spark.createDataFrame([], "num_affected_rows long")
 
 
-def _create_as_select(catalog, plan, parts: List[str]) -> Optional[DataFrame]:
+def _create_as_select(catalog, statement: st.Statement) -> Optional[DataFrame]:
     """`CREATE [OR REPLACE] TABLE s.t [USING hudi] AS <query>` of a new table: a hudilite
     table at <location_root>/s/t, as a model's first build makes (dbt's stored test failures
     create theirs this way). Another format (`USING parquet`) is Spark's to make."""
-    provider = plan.tableSpec().provider()
-    if provider.isDefined() and provider.get().lower() not in ("hudi", "hudilite"):
+    if statement.provider is not None and statement.provider.lower() not in ("hudi", "hudilite"):
         return None
-    key = catalog.table_key(parts)
+    key = catalog.table_key(statement.target)
     if key is None:
         return None
     schema, name = key
     if catalog.is_view(schema, name) or catalog.spark.catalog.tableExists(quote(schema, name)):
         return None  # Spark's own table or a view holds the name: Spark says it exists (or replaces its own)
-    spec = plan.tableSpec()  # Spark 4: UnresolvedTableSpec(properties, provider, optionExpression, location, ...)
-    options = spec.optionExpression().options()
-    if not plan.partitioning().isEmpty() or spec.location().isDefined() or not spec.properties().isEmpty() \
-            or not options.isEmpty():
+    if statement.placement:
         raise ConfigurationError(f"create table {schema}.{name} as select: PARTITIONED BY, LOCATION, OPTIONS and "
                                  "TBLPROPERTIES are not supported here (a hudilite table lives at <location_root>/"
                                  "<schema>/<name>); build the table with a dbt model and partition_by or unique_key")
-    rows = _query_rows(catalog.spark, plan.query())
-    catalog.create_table(schema, name, rows)
+    catalog.create_table(schema, name, statement.query())
     return catalog.spark.createDataFrame([], "num_affected_rows long")
-
-
-def _alias(table_node) -> Optional[str]:
-    return table_node.alias() if table_node.getClass().getSimpleName() == "SubqueryAlias" else None
-
-
-def _statement_name(kind: str) -> str:
-    """`MergeIntoTable` -> `MERGE INTO`, `SetTableLocation` -> `SET TABLE LOCATION`."""
-    words = re.sub(r"(?<!^)(?=[A-Z])", " ", kind).upper()
-    return "MERGE INTO" if kind == "MergeIntoTable" else words.replace(" STATEMENT", "")
 
 
 def _refused(found, what: str) -> ConfigurationError:
@@ -255,11 +207,11 @@ def _refused(found, what: str) -> ConfigurationError:
         "model (a full refresh rebuilds it), or the hudilite CLI")
 
 
-def _insert(catalog, plan, schema: str, name: str, table) -> None:
-    rows = _query_rows(catalog.spark, plan.query())
+def _insert(statement: st.Statement, schema: str, name: str, table) -> None:
+    rows = statement.query()
     target_schema = table.schema()
-    given = seq(plan.userSpecifiedCols())
-    if plan.byName():
+    given = statement.columns
+    if statement.by_name:
         names = rows.columns
     else:
         names = given or ([f.name for f in target_schema.fields] if target_schema else rows.columns)
@@ -278,20 +230,9 @@ def _insert(catalog, plan, schema: str, name: str, table) -> None:
             .cast(f.dataType).alias(f.name)
             for f in target_schema.fields
         ])
-    if not plan.overwrite():
+    if not statement.overwrite:
         table.insert(rows)
     elif table.config.partition_fields:
         table.insert_overwrite(rows)
     else:
         table.insert_overwrite_table(rows)
-
-
-def _query_rows(spark, query_plan) -> DataFrame:
-    """The rows of an INSERT's query, as a DataFrame over the plan Spark parsed."""
-    jvm = spark._jvm
-    try:
-        dataset = jvm.org.apache.spark.sql.classic.Dataset  # Spark 4
-        jdf = dataset.ofRows(spark._jsparkSession, query_plan)
-    except Exception:  # noqa: BLE001 - Spark 3.5 keeps Dataset in the parent package
-        jdf = jvm.org.apache.spark.sql.Dataset.ofRows(spark._jsparkSession, query_plan)
-    return DataFrame(jdf, spark)

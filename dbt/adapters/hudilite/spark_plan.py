@@ -1,4 +1,5 @@
-"""What Spark's own parser says a SQL statement is and which tables it names.
+"""What Spark's own parser says a SQL statement is and which tables it names (a classic
+session, whose JVM is in this process).
 
 The parse is Spark's (comments, backticks, `USE`, catalog prefixes, CTEs and subqueries all
 handled as Spark handles them); nothing is resolved against the catalog, so it is cheap and
@@ -7,13 +8,27 @@ works before any table is registered.
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional, Set, Tuple
+
+from . import statement as st
 
 # Plan nodes that name a table or view, and the field that holds the name.
 NAME_FIELDS = {"UnresolvedRelation": "multipartIdentifier", "UnresolvedTable": "multipartIdentifier",
                "UnresolvedTableOrView": "multipartIdentifier", "UnresolvedIdentifier": "nameParts"}
 # Names a statement reads or acts on (not the name a CREATE gives).
 _READ_NAMES = {"UnresolvedRelation", "UnresolvedTable", "UnresolvedTableOrView"}
+# Statements that may name a table and change nothing in it.
+_HARMLESS = {
+    "DescribeRelation", "DescribeColumn", "ShowColumns", "ShowCreateTable", "ShowTableProperties", "ShowPartitions",
+    "ShowTableExtended", "CacheTable", "CacheTableAsSelect", "UncacheTable", "RefreshTable", "AnalyzeTable",
+    "AnalyzeTables", "AnalyzeColumn",
+}
+# Writes that are not `Command`s in Spark's plan hierarchy.
+_WRITES = {
+    "InsertIntoStatement", "CreateTableAsSelect", "ReplaceTableAsSelect", "CreateTable", "ReplaceTable",
+    "UpdateTable", "DeleteFromTable", "MergeIntoTable", "UnresolvedWith",
+}
 
 
 def seq(scala_seq) -> list:
@@ -60,3 +75,70 @@ def names_read(plan) -> Set[Tuple[str, ...]]:
         stack.extend(seq(node.innerChildren()))
         stack.extend(seq(node.subqueries()))
     return found
+
+
+def statement_from_plan(spark, sql: str) -> Optional[st.Statement]:
+    plan = parse_plan(spark, sql)
+    if plan is None:
+        return None
+    names = names_read(plan)
+    kind = plan.getClass().getSimpleName()
+    if kind in _HARMLESS or (kind not in _WRITES and not _is_command(spark, plan)):
+        return st.Statement(st.QUERY, names)
+    if kind == "UnresolvedWith":
+        inner = plan.child()
+        if inner.getClass().getSimpleName() not in _WRITES:
+            return st.Statement(st.QUERY, names)
+        return st.Statement("InsertIntoStatement", names, _target(inner), writes=True, with_before=True)
+    found = st.Statement(kind, names, _target(plan), writes=True, description=_statement_name(kind))
+    if kind in (st.UPDATE, st.DELETE):
+        table = plan.table()
+        found.alias = table.alias() if table.getClass().getSimpleName() == "SubqueryAlias" else None
+    elif kind == st.INSERT:
+        found.overwrite, found.by_name = plan.overwrite(), plan.byName()
+        found.columns = seq(plan.userSpecifiedCols())
+        found.partition_clause = not plan.partitionSpec().isEmpty()
+        found.query = lambda: _query_rows(spark, plan.query())
+    elif kind in (st.CREATE_AS_SELECT, st.REPLACE_AS_SELECT):
+        spec = plan.tableSpec()  # Spark 4: UnresolvedTableSpec(properties, provider, optionExpression, location, ...)
+        provider = spec.provider()
+        found.provider = provider.get() if provider.isDefined() else None
+        found.if_not_exists = kind == st.CREATE_AS_SELECT and plan.ignoreIfExists()
+        found.placement = (not plan.partitioning().isEmpty() or spec.location().isDefined()
+                           or not spec.properties().isEmpty() or not spec.optionExpression().options().isEmpty())
+        found.query = lambda: _query_rows(spark, plan.query())
+    return found
+
+
+def _target(plan) -> Optional[List[str]]:
+    """The table a statement acts on: the first of its fields that names one."""
+    fields = plan.productIterator()
+    while fields.hasNext():
+        parts = name_parts(fields.next())
+        if parts is not None:
+            return parts
+    return None
+
+
+def _is_command(spark, plan) -> bool:
+    command = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
+    return command.isInstance(plan)
+
+
+def _statement_name(kind: str) -> str:
+    """`MergeIntoTable` -> `MERGE INTO`, `SetTableLocation` -> `SET TABLE LOCATION`."""
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", kind).upper()
+    return "MERGE INTO" if kind == "MergeIntoTable" else words.replace(" STATEMENT", "")
+
+
+def _query_rows(spark, query_plan):
+    """The rows of an INSERT's (or CREATE ... AS's) query, as a DataFrame over the plan Spark parsed."""
+    from pyspark.sql import DataFrame
+
+    jvm = spark._jvm
+    try:
+        dataset = jvm.org.apache.spark.sql.classic.Dataset  # Spark 4
+        jdf = dataset.ofRows(spark._jsparkSession, query_plan)
+    except Exception:  # noqa: BLE001 - Spark 3.5 keeps Dataset in the parent package
+        jdf = jvm.org.apache.spark.sql.Dataset.ofRows(spark._jsparkSession, query_plan)
+    return DataFrame(jdf, spark)

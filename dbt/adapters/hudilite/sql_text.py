@@ -1,0 +1,254 @@
+"""What a SQL statement is and which tables it names, read from its text (Spark Connect).
+
+A Spark Connect client has no SQL parser, and sending a statement to the server runs it, so
+statements are read here from their tokens: comments, quoted strings, backticks, catalog
+prefixes and parenthesised subqueries are handled as Spark handles them. The reading is of
+the statement's head (what it is, which table it writes, its INSERT column list or CREATE
+options); the query inside it is sent to Spark as its own text. The names a statement reads
+are over-counted on purpose (every dotted name that is not a function call): the catalog
+registers only those that are tables or views on storage, so a column that is not one costs a
+lookup, and a table is never missed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+from . import statement as st
+
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
+  | (?P<string>'(?:[^'\\]|\\.)*(?:'|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z))
+  | (?P<quoted>`(?:[^`]|``)*(?:`|\Z))
+  | (?P<word>[^\W]+)
+  | (?P<other>.)
+""", re.VERBOSE | re.DOTALL)
+_QUERY_STARTS = {"select", "with", "values", "from", "table", "("}
+_PLACEMENT = {"partitioned", "clustered", "location", "options", "tblproperties"}
+
+
+@dataclass
+class Token:
+    kind: str  # word, quoted, string or other (one character)
+    text: str
+    start: int
+
+    @property
+    def value(self) -> str:
+        """An identifier's name: backticks removed."""
+        return self.text[1:-1].replace("``", "`") if self.kind == "quoted" else self.text
+
+    @property
+    def keyword(self) -> str:
+        """Lower-cased text of a bare word or a punctuation mark; '' for anything quoted."""
+        return self.text.lower() if self.kind in ("word", "other") else ""
+
+
+def tokens(sql: str) -> List[Token]:
+    return [Token(m.lastgroup, m.group(), m.start()) for m in _TOKEN.finditer(sql)
+            if m.lastgroup not in ("space", "comment")]
+
+
+class _Reader:
+    def __init__(self, sql: str):
+        self.sql = sql
+        self.tokens = tokens(sql)
+        self.i = 0
+
+    def peek(self, ahead: int = 0) -> str:
+        j = self.i + ahead
+        return self.tokens[j].keyword if j < len(self.tokens) else ""
+
+    def accept(self, *words: str) -> bool:
+        """Step over `words` when they come next."""
+        if all(self.peek(k) == w for k, w in enumerate(words)):
+            self.i += len(words)
+            return True
+        return False
+
+    def name(self) -> Optional[List[str]]:
+        """A dotted name (`a`, `s.t`, ``spark_catalog.`s`.t``) starting here, stepped over."""
+        parts: List[str] = []
+        while self.i < len(self.tokens) and self.tokens[self.i].kind in ("word", "quoted"):
+            parts.append(self.tokens[self.i].value)
+            self.i += 1
+            if self.peek() != "." or self.i + 1 >= len(self.tokens):
+                break
+            self.i += 1
+        return parts or None
+
+    def skip_parentheses(self) -> None:
+        """Step over a balanced `( ... )` starting here."""
+        depth = 0
+        while self.i < len(self.tokens):
+            depth += {"(": 1, ")": -1}.get(self.peek(), 0)
+            self.i += 1
+            if depth == 0:
+                return
+
+    def rest(self) -> str:
+        """The text from the current token on."""
+        return self.sql[self.tokens[self.i].start:] if self.i < len(self.tokens) else ""
+
+    def at_query(self) -> bool:
+        return self.peek() in _QUERY_STARTS
+
+
+def names_in(toks: List[Token]) -> set:
+    """Every dotted name that is not a function call (see the module's note); `INTO t (a, b)`
+    is a table and its columns."""
+    found, i = set(), 0
+    while i < len(toks):
+        if toks[i].kind not in ("word", "quoted") or (i and toks[i - 1].keyword == "."):
+            i += 1
+            continue
+        parts, j = [toks[i].value], i + 1
+        while j + 1 < len(toks) and toks[j].keyword == "." and toks[j + 1].kind in ("word", "quoted"):
+            parts.append(toks[j + 1].value)
+            j += 2
+        call = j < len(toks) and toks[j].keyword == "(" and not (i and toks[i - 1].keyword in ("into", "table"))
+        if not call and len(parts) <= 3:
+            found.add(tuple(parts))
+        i = j
+    return found
+
+
+def statement_from_text(sql: str, run_query: Callable[[str], object]) -> Optional[st.Statement]:
+    """The statement `sql` is; `run_query(text)` makes the DataFrame of a query inside it."""
+    reader = _Reader(sql)
+    if not reader.tokens:
+        return None
+    names = names_in(reader.tokens)
+    head = reader.peek()
+    if head == "insert":
+        return _insert(reader, names, run_query)
+    if head == "with":
+        return _with(reader, names, run_query)
+    if head in ("update", "delete"):
+        return _update_or_delete(reader, names)
+    if head == "create":
+        return _create(reader, names, run_query)
+    for words, what in _WRITES:
+        if reader.accept(*words):
+            if words == ("alter",) and not (reader.accept("table") or reader.accept("view")):
+                return st.Statement(st.QUERY, names)
+            if words[0] == "drop":
+                reader.accept("if", "exists")
+            return st.Statement(what, names, reader.name(), writes=True, description=what)
+    return st.Statement(st.QUERY, names)
+
+
+# Statements (by their first words) that change the table they name; anything not here or
+# above reads (SELECT, DESCRIBE, SHOW, CACHE, ANALYZE, REFRESH, USE, SET, EXPLAIN, ...).
+_WRITES: List[Tuple[Tuple[str, ...], str]] = [
+    (("merge", "into"), "MERGE INTO"), (("truncate", "table"), "TRUNCATE TABLE"), (("drop", "table"), "DROP TABLE"),
+    (("drop", "view"), "DROP VIEW"), (("alter",), "ALTER TABLE"), (("msck", "repair", "table"), "REPAIR TABLE"),
+    (("repair", "table"), "REPAIR TABLE"), (("comment", "on", "table"), "COMMENT ON TABLE"),
+]
+
+
+def _insert(reader: _Reader, names: set, run_query) -> st.Statement:
+    reader.accept("insert")
+    found = st.Statement(st.INSERT, names, writes=True, description="INSERT")
+    if reader.accept("overwrite"):
+        found.overwrite = True
+    else:
+        reader.accept("into")
+    reader.accept("table")
+    found.target = reader.name()
+    if reader.peek() == "partition":
+        found.partition_clause = True
+        reader.i += 1
+        reader.skip_parentheses()
+    reader.accept("if", "not", "exists")
+    if reader.accept("by", "name"):
+        found.by_name = True
+    elif reader.peek() == "(" and reader.peek(1) not in _QUERY_STARTS:
+        reader.i += 1
+        while reader.i < len(reader.tokens) and reader.peek() != ")":
+            if reader.peek() != ",":
+                found.columns.append(reader.tokens[reader.i].value)
+            reader.i += 1
+        reader.i += 1
+    if reader.peek() == "replace":
+        found.kind, found.description = "INSERT REPLACE", "INSERT ... REPLACE"
+        return found
+    query = reader.rest()
+    found.query = lambda: run_query(query)
+    return found
+
+
+def _with(reader: _Reader, names: set, run_query) -> st.Statement:
+    """`WITH a AS (...), b AS (...) <statement>`: a query, or a write with its CTEs before it."""
+    reader.accept("with")
+    reader.accept("recursive")
+    while reader.i < len(reader.tokens):
+        reader.name()
+        if reader.peek() == "(":  # a column list
+            reader.skip_parentheses()
+        reader.accept("as")
+        reader.skip_parentheses()
+        if not reader.accept(","):
+            break
+    if reader.peek() != "insert":
+        return st.Statement(st.QUERY, names)
+    inner = _insert(reader, names, run_query)
+    inner.with_before = True
+    return inner
+
+
+def _update_or_delete(reader: _Reader, names: set) -> st.Statement:
+    delete = reader.accept("delete")
+    if delete:
+        reader.accept("from")
+    else:
+        reader.accept("update")
+    found = st.Statement(st.DELETE if delete else st.UPDATE, names, reader.name(), writes=True,
+                         description="DELETE" if delete else "UPDATE")
+    reader.accept("as")
+    if reader.i < len(reader.tokens) and reader.peek() not in ("set", "where", ";") and \
+            reader.tokens[reader.i].kind in ("word", "quoted"):
+        found.alias = reader.tokens[reader.i].value
+    return found
+
+
+def _create(reader: _Reader, names: set, run_query) -> st.Statement:
+    reader.accept("create")
+    replace = reader.accept("or", "replace")
+    temporary = False
+    while reader.peek() in ("global", "temporary", "temp", "external"):
+        temporary = temporary or reader.peek() != "external"
+        reader.i += 1
+    if reader.accept("view"):
+        if temporary:  # a session's own name, in no schema: no table of ours
+            return st.Statement(st.QUERY, names)
+        reader.accept("if", "not", "exists")
+        return st.Statement("CREATE VIEW", names, reader.name(), writes=True,
+                            description="CREATE OR REPLACE VIEW" if replace else "CREATE VIEW")
+    if not reader.accept("table"):
+        return st.Statement(st.QUERY, names)  # a schema, a function, ...: names no table
+    found = st.Statement(st.REPLACE_AS_SELECT if replace else st.CREATE_AS_SELECT, names, writes=True)
+    found.if_not_exists = reader.accept("if", "not", "exists")
+    found.target = reader.name()
+    while reader.i < len(reader.tokens):
+        word = reader.peek()
+        if word == "(":
+            reader.skip_parentheses()
+        elif word == "as" and reader.peek(1) in _QUERY_STARTS:
+            reader.i += 1
+            query = reader.rest()
+            found.query = lambda: run_query(query)
+            break
+        elif word == "using":
+            reader.i += 1
+            found.provider = reader.name()[-1] if reader.i < len(reader.tokens) else None
+        else:
+            found.placement = found.placement or word in _PLACEMENT
+            reader.i += 1
+    if found.query is None:  # CREATE TABLE without AS: a table of its own
+        found.kind = "REPLACE TABLE" if replace else "CREATE TABLE"
+    found.description = ("REPLACE TABLE" if replace else "CREATE TABLE") + (" AS SELECT" if found.query else "")
+    return found

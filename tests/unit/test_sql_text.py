@@ -1,0 +1,69 @@
+"""Reading statements from their text, as a Spark Connect session must (no Spark here)."""
+
+from dbt.adapters.hudilite import statement as st
+from dbt.adapters.hudilite.sql_text import names_in, statement_from_text, tokens
+
+# One statement per line shape the router acts on, with what the text says it is:
+# (sql, kind, target, writes)
+CASES = [
+    ("insert /* c */ into `9t` values (2, 'b')", st.INSERT, ["9t"], True),
+    ("insert overwrite table spark_catalog.dml_s.`9t` select 3 as id, 'c' as v", st.INSERT,
+     ["spark_catalog", "dml_s", "9t"], True),
+    ("-- lead\ninsert into dml_s.`9t` (v, id) values ('d', 4)", st.INSERT, ["dml_s", "9t"], True),
+    ("INSERT INTO s.t BY NAME SELECT 1 AS id", st.INSERT, ["s", "t"], True),
+    ("insert into s.t (select 1 as id)", st.INSERT, ["s", "t"], True),
+    ("update `9t` as x set v = upper(x.v) where x.id = 3", st.UPDATE, ["9t"], True),
+    ("delete from spark_catalog.dml_s.`9t` t where t.id = 99", st.DELETE, ["spark_catalog", "dml_s", "9t"], True),
+    ("merge into `9t` using (select 1 as id) s on `9t`.id = s.id when matched then delete", "MERGE INTO", ["9t"], True),
+    ("truncate table `9t`", "TRUNCATE TABLE", ["9t"], True),
+    ("drop table if exists dml_s.`9t`", "DROP TABLE", ["dml_s", "9t"], True),
+    ("alter table `9t` add columns (x int)", "ALTER TABLE", ["9t"], True),
+    ("create or replace table dml_s.`9t` using parquet as select 1 as id", st.REPLACE_AS_SELECT, ["dml_s", "9t"], True),
+    ("create table if not exists copied as select 99 as id", st.CREATE_AS_SELECT, ["copied"], True),
+    ("create table s.plain (id int) using parquet", "CREATE TABLE", ["s", "plain"], True),
+    ("create or replace view s.v as select * from s.t", "CREATE VIEW", ["s", "v"], True),
+    ("create temporary view v as select 1", st.QUERY, None, False),
+    ("with w as (select 6 as id) insert into `9t` select * from w", st.INSERT, ["9t"], True),
+    ("with w (a) as (select 6), x as (select a from w) select * from x", st.QUERY, None, False),
+    ("select * from `9t`", st.QUERY, None, False),
+    ("describe table extended dml_s.`9t`", st.QUERY, None, False),
+    ("show tables in s", st.QUERY, None, False),
+    ("create schema if not exists s", st.QUERY, None, False),
+    ("use s", st.QUERY, None, False),
+]
+
+
+def test_kinds_and_targets():
+    for sql, kind, target, writes in CASES:
+        found = statement_from_text(sql, lambda q: q)
+        assert (found.kind, found.target, found.writes) == (kind, target, writes), sql
+
+
+def test_the_parts_the_router_needs():
+    insert = statement_from_text("insert into s.t (`v w`, id) values ('d', 4);", lambda q: q)
+    assert (insert.columns, insert.overwrite, insert.by_name, insert.query()) == (["v w", "id"], False, False,
+                                                                                 "values ('d', 4);")
+    assert statement_from_text("insert into s.t (select 1)", lambda q: q).query() == "(select 1)"
+    parted = statement_from_text("insert overwrite table t partition (p = 'x') select 5", lambda q: q)
+    assert parted.partition_clause and parted.overwrite and parted.query() == "select 5"
+    assert statement_from_text("insert into t replace where id = 1 select 1", lambda q: q).kind == "INSERT REPLACE"
+    assert statement_from_text("update s.t as x set a = 1", lambda q: q).alias == "x"
+    assert statement_from_text("update s.t set a = 1", lambda q: q).alias is None
+    assert statement_from_text("delete from s.t d where d.a = 1", lambda q: q).alias == "d"
+    assert statement_from_text("delete from s.t where a = 1", lambda q: q).alias is None
+    assert statement_from_text("with w as (select 1) insert into t select * from w", lambda q: q).with_before
+    ctas = statement_from_text("create table if not exists s.t comment 'as select' using hudi as\nselect 1", lambda q: q)
+    assert (ctas.if_not_exists, ctas.provider, ctas.placement, ctas.query()) == (True, "hudi", False, "select 1")
+    for placed in ["create table t partitioned by (v) as select 1 as v", "create table t location '/x' as select 1",
+                   "create table t options (a 'b') as select 1", "create table t tblproperties ('a'='b') as select 1"]:
+        assert statement_from_text(placed, lambda q: q).placement, placed
+
+
+def test_names_read_are_every_dotted_name_but_function_calls():
+    sql = ("select count(*), s.t.v, `odd name`.x from spark_catalog.s.t join o on t.id = o.id "
+           "where 'from fake' <> upper(v) -- from commented\n/* join hidden */")
+    assert names_in(tokens(sql)) == {("s", "t", "v"), ("odd name", "x"), ("spark_catalog", "s", "t"), ("o",),
+                                     ("t", "id"), ("o", "id"), ("v",), ("select",), ("from",), ("join",), ("on",),
+                                     ("where",)}
+    assert statement_from_text("select 1 from a.b", lambda q: q).names >= {("a", "b")}
+    assert statement_from_text("  -- only a comment", lambda q: q) is None
