@@ -81,3 +81,30 @@ def standalone_cluster():
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+@contextlib.contextmanager
+def connect_server(master: str = "local[2,2]"):
+    """A Spark Connect server (its own JVM, driver and executors) from the installed pyspark
+    package; yields its URL, sc://127.0.0.1:<port>. Its Python workers run this interpreter."""
+    spark_home = os.path.dirname(pyspark.__file__)
+    env = dict(os.environ, SPARK_HOME=spark_home, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    port = _free_port()
+    logs = tempfile.mkdtemp(prefix="hudilite-connect-")
+    log_path = os.path.join(logs, "server.log")
+    server = subprocess.Popen(
+        [os.path.join(spark_home, "bin", "spark-submit"), "--class",
+         "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master,
+         "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.sql.catalogImplementation=in-memory", "--conf", "spark.sql.shuffle.partitions=4"],
+        env=env, cwd=logs, stdout=open(log_path, "w"), stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_for(log_path, "Spark Connect server started", server)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()

@@ -1,7 +1,7 @@
 """The embedded SparkSession as a dbt connection.
 
 `method: session` runs Spark in this process (or as the driver of the cluster named by
-`spark.master`). Every statement goes through `HudiliteCursor`, which sends writes aimed at
+`spark.master`); `method: connect` sends everything to a Spark Connect server. Every statement goes through `HudiliteCursor`, which sends writes aimed at
 hudilite tables (INSERT INTO / INSERT OVERWRITE) to the table-format core, so plain SQL
 never drops stray files into a table.
 """
@@ -19,12 +19,14 @@ from dbt_common.exceptions import DbtRuntimeError
 from .catalog import StorageCatalog
 from .credentials import HudiliteCredentials
 from .dml import run_statement
-from .session import spark_session
+from .session import connect_session, spark_session
 from .table import HudiliteError
 
 
 def session_for(credentials: HudiliteCredentials):
     conf = credentials.session_conf()
+    if credentials.is_connect:
+        return connect_session(credentials.host, conf)
     root = credentials.location_root or "lakehouse"
     if "://" not in root:  # keep Spark's own warehouse folder out of the project directory
         conf.setdefault("spark.sql.warehouse.dir", posixpath.join(root, ".spark-warehouse"))

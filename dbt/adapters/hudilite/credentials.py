@@ -6,13 +6,20 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+from dbt.adapters.spark.connections import SparkCredentials
+from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
+
+
+class HudiliteConnectionMethod(StrEnum):
+    SESSION = "session"  # Spark in this process (local, or the driver of `spark.master`'s cluster)
+    CONNECT = "connect"  # a Spark Connect server at `host` (sc://host:port) runs Spark
 
 
 @dataclass
 class HudiliteCredentials(SparkCredentials):
-    method: SparkConnectionMethod = SparkConnectionMethod.SESSION  # type: ignore[assignment]
+    method: HudiliteConnectionMethod = HudiliteConnectionMethod.SESSION  # type: ignore[assignment]
+    # `session`: ignored; `connect`: the server's URL, sc://host:port[/;param=value...]
     host: Optional[str] = "local"
     # Tables live at <location_root>/<schema>/<alias>; default: lakehouse/ beside the project.
     location_root: Optional[str] = None
@@ -23,13 +30,23 @@ class HudiliteCredentials(SparkCredentials):
     use_hive_metastore: bool = False
 
     def __post_init__(self) -> None:
-        if str(self.method) != SparkConnectionMethod.SESSION.value:
-            raise DbtRuntimeError(
-                f"hudilite supports `method: session` only (got `{self.method}`); point `spark_conf: "
-                "{spark.master: ...}` at a cluster to run elsewhere"
-            )
+        methods = [m.value for m in HudiliteConnectionMethod]
+        if str(self.method) not in methods:
+            raise DbtRuntimeError(f"hudilite supports `method: session` or `method: connect`, not `{self.method}`")
         super().__post_init__()
         self.spark_conf = {str(k): str(v) for k, v in self.spark_conf.items()}
+        if self.is_connect:
+            if not str(self.host).startswith("sc://"):
+                raise DbtRuntimeError(f"`method: connect` needs `host: sc://<server>:<port>` (got `{self.host}`)")
+            fixed = [k for k in ("spark.master", "spark.sql.catalogImplementation") if k in self.spark_conf]
+            if fixed or self.use_hive_metastore:
+                raise DbtRuntimeError(
+                    f"`method: connect`: {', '.join(fixed) or 'use_hive_metastore'} belong(s) to the Spark Connect "
+                    "server's own start-up settings; a profile can set only session settings (spark.sql.*)")
+
+    @property
+    def is_connect(self) -> bool:
+        return str(self.method) == HudiliteConnectionMethod.CONNECT.value
 
     @property
     def type(self) -> str:
@@ -40,7 +57,7 @@ class HudiliteCredentials(SparkCredentials):
         return self.location_root or "lakehouse"
 
     def _connection_keys(self) -> Tuple[str, ...]:
-        return ("method", "schema", "location_root", "spark_conf", "use_hive_metastore")
+        return ("method", "host", "schema", "location_root", "spark_conf", "use_hive_metastore")
 
     def resolve_location_root(self, project_root: Optional[str]) -> str:
         """Make `location_root` absolute: relative paths are relative to the dbt project."""

@@ -27,6 +27,7 @@ from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_
 from .dml import run_statement
 from .python_model import run_python_model
 from .relation import HudiliteRelation
+from .session import session_user
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
 from .table.instant import parse_instant_time
 from .table.properties import PARQUET_ENCODINGS
@@ -136,10 +137,11 @@ class HudiliteAdapter(SparkAdapter):
         column_comments = {k.lower(): v for k, v in column_comments.items()}
         table = catalog.open(relation.schema, relation.identifier)
         stats = _catalog_stats(table) if table is not None else {}
+        owner = session_user(spark)
         for index, field in enumerate(fields):
             yield {
                 "table_database": None, "table_schema": relation.schema, "table_name": relation.identifier,
-                "table_type": str(relation.type), "table_owner": spark.sparkContext.sparkUser(),
+                "table_type": str(relation.type), "table_owner": owner,
                 "table_comment": comment,
                 "column_name": field.name, "column_index": index, "column_type": field.dataType.simpleString(),
                 "column_comment": column_comments.get(field.name.lower()) or (field.metadata or {}).get("comment"),

@@ -8,10 +8,13 @@ stay dbt's. Errors still reach the caller as exceptions carrying Spark's error c
 from __future__ import annotations
 
 import os
+import re
 import sys
+import warnings
 from typing import Dict, Optional
 
 from .table.environment import check_java
+from .table.errors import SparkEnvironmentError
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -21,6 +24,8 @@ DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
 }
+# Settings fixed when a Spark application starts: a Connect client cannot set them.
+STATIC_CONF = {"spark.sql.catalogImplementation", "spark.sql.warehouse.dir"}
 SPARK_LOG = "spark.log"
 
 # Everything at WARN and above to the JVM's stderr, which `_launch_jvm` sends to the log file.
@@ -69,6 +74,59 @@ def spark_session(master: Optional[str] = None, conf: Optional[Dict[str, str]] =
     if os.environ.get("HUDILITE_SPARK_LOG_LEVEL"):
         session.sparkContext.setLogLevel(os.environ["HUDILITE_SPARK_LOG_LEVEL"])
     return session
+
+
+def connect_session(url: str, conf: Optional[Dict[str, str]] = None):
+    """A Spark Connect session with the server at `url` (sc://host:port): Spark, its catalog and
+    its executors are the server's, and no JVM starts here. The core's metadata and the tables'
+    files are read and written from here, and the data files from the server's executors, so
+    `location_root` must name storage both see, and the server's Python workers need pyarrow
+    and dbt-hudilite installed (checked once per session, see `check_python_workers`). Only
+    session settings (spark.sql.*) can be set from here: UTC and the snapshot listing threshold
+    above are, the server keeps its own shuffle partitions (sized for its cluster)."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError as err:
+        raise SparkEnvironmentError(f"`method: connect` needs Spark Connect's client libraries ({err}): "
+                                    "pip install 'dbt-hudilite[connect]'") from None
+    settings = {k: DEFAULT_CONF[k] for k in ("spark.sql.session.timeZone",
+                                             "spark.sql.sources.parallelPartitionDiscovery.threshold")}
+    settings.update({k: str(v) for k, v in (conf or {}).items() if k not in STATIC_CONF})
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions builds Connect columns
+    session = ConnectSession.builder.remote(url).getOrCreate()
+    # The client's own retries ride out a server restart for 10 minutes; a server that is not
+    # there when dbt starts should be one error in seconds instead.
+    patient = session.client.get_retry_policies()
+    session.client.set_retry_policies([DefaultPolicy(max_retries=4)])
+    try:
+        with warnings.catch_warnings():  # the client's own RETRIES_EXCEEDED warning: the error says it
+            warnings.simplefilter("ignore")
+            for key, value in settings.items():
+                session.conf.set(key, value)
+    except Exception as err:  # noqa: BLE001 - the first call that reaches the server
+        session.client.close()
+        raise SparkEnvironmentError(f"cannot use the Spark Connect server at {url}: {_reason(err)}") from None
+    session.client.set_retry_policies(patient)
+    return session
+
+
+def session_user(spark) -> str:
+    """Who runs Spark's work: the Spark user of a classic session, this OS user over Connect."""
+    from .statement import is_connect
+
+    if is_connect(spark):
+        import getpass
+
+        return getpass.getuser()
+    return spark.sparkContext.sparkUser()
+
+
+def _reason(err: Exception) -> str:
+    """A gRPC error's details (`failed to connect to all addresses; ...`), else its first line."""
+    text = str(err).strip()
+    details = re.search(r'details = "([^"]*)"', text)
+    return details.group(1) if details else (text.splitlines()[0] if text else type(err).__name__)
 
 
 def _launch_jvm(settings: Dict[str, str], log_dir: str) -> None:

@@ -14,6 +14,7 @@ from .errors import SparkEnvironmentError
 
 SUPPORTED_JAVA = (17, 21)  # what Spark 4 runs on
 _checked_contexts: Set[int] = set()
+_checked_servers: Set[str] = set()
 
 
 def java_executable() -> Optional[str]:
@@ -56,11 +57,12 @@ def check_python_workers(spark) -> None:
     """Spark's Python workers must import pyarrow (every write runs in them). They run
     `spark.pyspark.python` / PYSPARK_PYTHON, else `python3` from PATH, which is often not the
     virtualenv the driver runs in. Checked once per SparkContext, on a local master only (a
-    cluster's workers are on other hosts: their Python is the cluster's set-up)."""
-    try:
-        context = spark.sparkContext
-    except Exception:  # Spark Connect: no context here, the server's workers are its own
+    cluster's workers are on other hosts: their Python is the cluster's set-up); over Spark
+    Connect, once per session, by a job that imports what the writer needs."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        _check_connect_workers(spark)
         return
+    context = spark.sparkContext
     if id(context) in _checked_contexts:
         return
     if str(context.master).startswith("local"):
@@ -74,3 +76,30 @@ def check_python_workers(spark) -> None:
                 f"Spark's Python workers run {python!r}, which cannot import pyarrow: set PYSPARK_PYTHON={sys.executable} "
                 "(or spark.pyspark.python) before the SparkSession starts, or install pyarrow for that Python")
     _checked_contexts.add(id(context))
+
+
+def _check_connect_workers(spark) -> None:
+    """Over Spark Connect the Python workers are the server's: one tiny job per session shows
+    they import pyarrow and this package (their tasks run our writer)."""
+    session_id = spark.session_id
+    if session_id in _checked_servers:
+        return
+    try:
+        spark.range(1).mapInArrow(_import_probe, "ok int").collect()
+    except Exception as err:  # noqa: BLE001 - what the workers could not import is in the message
+        missing = re.search(r"No module named '([^']+)'", str(err))
+        what = f"cannot import {missing.group(1)}" if missing else f"fail: {str(err).strip().splitlines()[0]}"
+        raise SparkEnvironmentError(
+            f"the Spark Connect server's Python workers {what}: install pyarrow and dbt-hudilite (the same "
+            "version) in the Python the server's executors run (spark.pyspark.python / PYSPARK_PYTHON)") from None
+    _checked_servers.add(session_id)
+
+
+def _import_probe(batches):
+    import pyarrow as pa
+
+    from . import writer  # noqa: F401 - what a write's tasks run
+
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pydict({"ok": [1]}, schema=pa.schema([("ok", pa.int32())]))

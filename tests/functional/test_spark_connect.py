@@ -1,0 +1,114 @@
+"""`method: connect`: every materialization through a real Spark Connect server (its own JVM,
+started from the installed pyspark), with no JVM in the dbt process. A Connect client and a
+classic session cannot share a process (pyspark switches its functions module process-wide),
+so dbt runs in subprocesses here and the test reads the tables from storage."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dbt.adapters.hudilite.table import HudiTable
+from tests.cluster import connect_server
+from tests.core.hudi_rs import assert_hudi_rs_agrees
+from tests.functional.test_demo_project import assert_two_demo_days, dbt_build
+
+DBT = os.path.join(os.path.dirname(sys.executable), "dbt")
+
+
+@pytest.fixture(scope="module")
+def connect_url():
+    with connect_server() as url:
+        yield url
+
+
+def test_the_demo_project_builds_over_spark_connect(spark, tmp_path, connect_url):
+    lakehouse = tmp_path / "lakehouse"
+    env = dict(os.environ, HUDILITE_CONNECT_URL=connect_url, HUDILITE_LOCATION_ROOT=str(lakehouse))
+    for run_date in ("2026-11-20", "2026-11-21"):
+        build = dbt_build(tmp_path, env, run_date, "--target", "connect")
+        assert build.returncode == 0, build.stdout[-5000:]
+        assert "PASS=29 WARN=0 ERROR=0 SKIP=0" in build.stdout
+    assert not os.path.exists(tmp_path / "logs" / "spark.log")  # no JVM started on this side
+    assert_two_demo_days(spark, lakehouse)
+
+
+PROFILE = """
+connect_check:
+  target: connect
+  outputs:
+    connect:
+      type: hudilite
+      method: connect
+      host: "{url}"
+      schema: shop
+      threads: 1
+      location_root: "{root}"
+"""
+MACROS = """
+{% macro write_orders() %}
+  {% do run_query("insert into shop.orders_py (id, amount, doubled) values (4, 40, 80)") %}
+  {% do run_query("update shop.orders_py set amount = amount + 1 where id = 1") %}
+  {% do run_query("delete from shop.orders_py where id = 2") %}
+  {% do run_query("create table shop.big_orders as select id, amount from shop.orders_py where amount > 20") %}
+{% endmacro %}
+
+{% macro merge_orders() %}
+  {% do run_query("merge into shop.orders_py t using (select 1 as id) s on t.id = s.id when matched then delete") %}
+{% endmacro %}
+"""
+
+
+def test_python_models_and_sql_writes_over_spark_connect(spark, tmp_path, connect_url):
+    project, root = tmp_path / "project", tmp_path / "lakehouse"
+    for folder in ("models", "seeds", "macros"):
+        (project / folder).mkdir(parents=True)
+    (project / "dbt_project.yml").write_text("name: connect_check\nversion: '1.0'\nprofile: connect_check\n")
+    (project / "profiles.yml").write_text(PROFILE.format(url=connect_url, root=root))
+    (project / "seeds" / "orders.csv").write_text("id,amount\n1,10\n2,20\n3,30\n")
+    (project / "models" / "orders_py.py").write_text(
+        "def model(dbt, session):\n"
+        "    dbt.config(materialized='table')\n"
+        "    orders = dbt.ref('orders')\n"
+        "    return orders.withColumn('doubled', orders.amount * 2)\n")
+    (project / "macros" / "writes.sql").write_text(MACROS)
+
+    def dbt(*args):
+        return subprocess.run([DBT, *args, "--project-dir", str(project), "--profiles-dir", str(project)],
+                              capture_output=True, text=True, timeout=600, cwd=project)
+
+    build = dbt("build")
+    assert build.returncode == 0, build.stdout[-4000:]
+    writes = dbt("run-operation", "write_orders")
+    assert writes.returncode == 0, writes.stdout[-4000:]
+    orders = HudiTable.open(spark, str(root / "shop" / "orders_py"))
+    before = [i.timestamp for i in orders.timeline()]
+    merge = dbt("run-operation", "merge_orders")
+    assert merge.returncode != 0 and "shop.orders_py is a hudilite table: MERGE INTO is not supported" in merge.stdout
+
+    assert sorted((r.id, r.amount, r.doubled) for r in orders.read().collect()) == [(1, 11, 20), (3, 30, 60),
+                                                                                    (4, 40, 80)]
+    assert [i.action for i in orders.timeline()] == ["commit"] * 4  # built, INSERT, UPDATE, DELETE
+    assert [i.timestamp for i in orders.timeline()] == before  # the refused MERGE wrote nothing
+    big = HudiTable.open(spark, str(root / "shop" / "big_orders"))
+    assert sorted((r.id, r.amount) for r in big.read().collect()) == [(3, 30), (4, 40)]
+    for table in (orders, big):
+        assert table.validate() == []
+        assert_hudi_rs_agrees(table)
+    assert not [f for f in os.listdir(root / "shop" / "orders_py") if f.startswith("part-")]  # no Spark writer
+
+
+def test_a_server_that_is_not_there_is_one_clear_error(tmp_path):
+    from tests.cluster import _free_port
+
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text("name: connect_check\nversion: '1.0'\nprofile: connect_check\n")
+    url = f"sc://127.0.0.1:{_free_port()}"
+    (project / "profiles.yml").write_text(PROFILE.format(url=url, root=tmp_path / "lakehouse"))
+    (project / "models" / "one.sql").write_text("select 1 as id")
+    run = subprocess.run([DBT, "run", "--project-dir", str(project), "--profiles-dir", str(project)],
+                         capture_output=True, text=True, timeout=300, cwd=project)
+    assert run.returncode != 0
+    assert f"cannot use the Spark Connect server at {url}: failed to connect to all addresses" in run.stdout
