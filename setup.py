@@ -17,6 +17,9 @@ setup(
         "agate",
         "fastavro>=1.9",  # Hudi's Avro timeline metadata: clean, savepoint and restore instants
     ],
-    extras_require={"test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter"]},
+    extras_require={
+        "connect": ["pyspark[connect]>=3.5,<5"],  # method: connect (a Spark Connect server)
+        "test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter", "pyspark[connect]>=3.5,<5"],
+    },
     entry_points={"console_scripts": ["hudilite = dbt.adapters.hudilite.cli:main"]},
 )

@@ -72,12 +72,16 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
         run("-- lead\ninsert into dml_s.`9t` (v, id) values ('d', 4)")
         run("update `9t` as x set v = upper(x.v) where x.id = 3")
         run("delete from spark_catalog.dml_s.`9t` t where t.id = 99")
+        run("from (select 5 as id, 'e' as v) src insert into `9t` select *")
+        run("delete from `9t` where id = 5")
         for sql, what in [("merge into `9t` using (select 1 as id) s on `9t`.id = s.id when matched then delete", "MERGE"),
                           ("truncate table `9t`", "TRUNCATE"), ("drop table dml_s.`9t`", "DROP"),
                           ("alter table `9t` add columns (x int)", "ADD COLUMNS"),
                           ("create or replace table dml_s.`9t` using parquet as select 1 as id", "REPLACE TABLE"),
                           ("insert overwrite table `9t` partition (v='x') select 5", "PARTITION clause"),
                           ("with w as (select 6 as id, 'f' as v) insert into `9t` select * from w", "WITH before INSERT"),
+                          ("from (select 1 as id) s insert into dml_s.spark_other select id insert into `9t` select id, 'x'",
+                           "an INSERT into several tables"),
                           ("alter table `9t` set location '/tmp/elsewhere'", "SET TABLE LOCATION")]:
             with pytest.raises(ConfigurationError, match=f"dml_s.9t is a hudilite table: .*{what}"):
                 route_statement(catalog, sql)
@@ -103,7 +107,8 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
         spark.sql("drop table if exists dml_s.spark_own")  # a name Spark's own table holds, above
         spark.sql("use default")
     assert sorted((r.id, r.v) for r in table.read().collect()) == [(3, "C"), (4, "d")]
-    assert [i.action for i in table.timeline()] == ["commit", "commit", "replacecommit", "commit", "commit"]
+    assert [i.action for i in table.timeline()] == ["commit", "commit", "replacecommit", "commit", "commit", "commit",
+                                                   "commit"]
     assert table.validate() == []
     assert not [f for f in os.listdir(table.path) if f.startswith("part-")]
     assert_hudi_rs_agrees(table)

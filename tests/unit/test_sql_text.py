@@ -26,6 +26,9 @@ CASES = [
     ("with w as (select 6 as id) insert into `9t` select * from w", st.INSERT, ["9t"], True),
     ("with w (a) as (select 6), x as (select a from w) select * from x", st.QUERY, None, False),
     ("select * from `9t`", st.QUERY, None, False),
+    ("from (select 7 as id, 'g' as v) src insert into `9t` select *", st.INSERT, ["9t"], True),
+    ("from src insert into a select * insert into dml_s.`9t` select id, v", st.MULTI_INSERT, ["a"], True),
+    ("from src select *", st.QUERY, None, False),
     ("describe table extended dml_s.`9t`", st.QUERY, None, False),
     ("show tables in s", st.QUERY, None, False),
     ("create schema if not exists s", st.QUERY, None, False),
@@ -46,6 +49,10 @@ def test_the_parts_the_router_needs():
     assert statement_from_text("insert into s.t (select 1)", lambda q: q).query() == "(select 1)"
     parted = statement_from_text("insert overwrite table t partition (p = 'x') select 5", lambda q: q)
     assert parted.partition_clause and parted.overwrite and parted.query() == "select 5"
+    multi = statement_from_text("from src insert into a select * insert into s.b select id", lambda q: q)
+    assert multi.more_targets == [["s", "b"]]
+    from_insert = statement_from_text("from (select 1 as id) src insert into t select id + 1", lambda q: q)
+    assert from_insert.query() == "from (select 1 as id) src  select id + 1"
     assert statement_from_text("insert into t replace where id = 1 select 1", lambda q: q).kind == "INSERT REPLACE"
     assert statement_from_text("update s.t as x set a = 1", lambda q: q).alias == "x"
     assert statement_from_text("update s.t set a = 1", lambda q: q).alias is None

@@ -153,6 +153,8 @@ def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None)
     if statement is None or not statement.writes:
         return None
     found = _hudilite_table(catalog, statement.target)
+    for more in statement.more_targets:
+        found = found or _hudilite_table(catalog, more)
     if statement.with_before:
         if found:
             raise _refused(found, "WITH before INSERT (put the WITH inside the SELECT)")

@@ -83,6 +83,12 @@ def statement_from_plan(spark, sql: str) -> Optional[st.Statement]:
         return None
     names = names_read(plan)
     kind = plan.getClass().getSimpleName()
+    if kind == "Union":
+        inserts = seq(plan.children())
+        if inserts and all(i.getClass().getSimpleName() == st.INSERT for i in inserts):
+            targets = [_target(i) for i in inserts]
+            return st.Statement(st.MULTI_INSERT, names, targets[0], more_targets=targets[1:], writes=True,
+                                description="an INSERT into several tables")
     if kind in _HARMLESS or (kind not in _WRITES and not _is_command(spark, plan)):
         return st.Statement(st.QUERY, names)
     if kind == "UnresolvedWith":

@@ -127,6 +127,8 @@ def statement_from_text(sql: str, run_query: Callable[[str], object]) -> Optiona
         return _insert(reader, names, run_query)
     if head == "with":
         return _with(reader, names, run_query)
+    if head == "from":
+        return _from_insert(reader, names, run_query)
     if head in ("update", "delete"):
         return _update_or_delete(reader, names)
     if head == "create":
@@ -198,6 +200,27 @@ def _with(reader: _Reader, names: set, run_query) -> st.Statement:
     inner = _insert(reader, names, run_query)
     inner.with_before = True
     return inner
+
+
+def _from_insert(reader: _Reader, names: set, run_query) -> st.Statement:
+    """`FROM s [SELECT ...]`: a query; `FROM s INSERT INTO t SELECT ...`: an INSERT of
+    `FROM s SELECT ...`; with several INSERTs, a write of all their tables."""
+    inserts, depth = [], 0
+    for j, token in enumerate(reader.tokens):
+        depth += {"(": 1, ")": -1}.get(token.keyword, 0)
+        if depth == 0 and token.keyword == "insert":
+            inserts.append(j)
+    if not inserts:
+        return st.Statement(st.QUERY, names)
+    source = reader.sql[reader.tokens[0].start:reader.tokens[inserts[0]].start]
+    statements = []
+    for j in inserts:
+        reader.i = j
+        statements.append(_insert(reader, names, lambda query: run_query(f"{source} {query}")))
+    if len(statements) == 1:
+        return statements[0]
+    return st.Statement(st.MULTI_INSERT, names, statements[0].target, more_targets=[s.target for s in statements[1:]],
+                        writes=True, description="an INSERT into several tables")
 
 
 def _update_or_delete(reader: _Reader, names: set) -> st.Statement:

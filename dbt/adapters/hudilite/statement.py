@@ -16,6 +16,7 @@ UPDATE = "UpdateTable"
 DELETE = "DeleteFromTable"
 CREATE_AS_SELECT = "CreateTableAsSelect"
 REPLACE_AS_SELECT = "ReplaceTableAsSelect"
+MULTI_INSERT = "MultiInsert"  # FROM s INSERT INTO a ... INSERT INTO b ...: refused on a hudilite table
 QUERY = "Query"  # anything that changes no table: reads, DESCRIBE, SHOW, USE, SET, ...
 
 
@@ -25,6 +26,7 @@ class Statement:
     # Every table or view name it reads or acts on, as written (CTE names may be among them).
     names: Set[Tuple[str, ...]] = field(default_factory=set)
     target: Optional[List[str]] = None  # the table it writes or changes the entry of
+    more_targets: List[List[str]] = field(default_factory=list)  # `FROM s INSERT INTO a ... INSERT INTO b ...`
     writes: bool = False  # it would change `target`'s rows or its catalog entry
     description: str = ""  # what a refusal calls it: "MERGE INTO", "TRUNCATE TABLE", ...
     with_before: bool = False  # `WITH ... INSERT`: the CTEs sit before the write
