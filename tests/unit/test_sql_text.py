@@ -18,6 +18,7 @@ CASES = [
     ("truncate table `9t`", "TRUNCATE TABLE", ["9t"], True),
     ("drop table if exists dml_s.`9t`", "DROP TABLE", ["dml_s", "9t"], True),
     ("alter table `9t` add columns (x int)", "ALTER TABLE", ["9t"], True),
+    ("load data local inpath '/tmp/x' overwrite into table dml_s.`9t`", "LOAD DATA", ["dml_s", "9t"], True),
     ("create or replace table dml_s.`9t` using parquet as select 1 as id", st.REPLACE_AS_SELECT, ["dml_s", "9t"], True),
     ("create table if not exists copied as select 99 as id", st.CREATE_AS_SELECT, ["copied"], True),
     ("create table s.plain (id int) using parquet", "CREATE TABLE", ["s", "plain"], True),

@@ -133,6 +133,10 @@ def statement_from_text(sql: str, run_query: Callable[[str], object]) -> Optiona
         return _update_or_delete(reader, names)
     if head == "create":
         return _create(reader, names, run_query)
+    if reader.accept("load", "data"):  # LOAD DATA [LOCAL] INPATH 'p' [OVERWRITE] INTO TABLE t
+        while reader.i < len(reader.tokens) and not reader.accept("into", "table"):
+            reader.i += 1
+        return st.Statement("LOAD DATA", names, reader.name(), writes=True, description="LOAD DATA")
     for words, what in _WRITES:
         if reader.accept(*words):
             if words == ("alter",) and not (reader.accept("table") or reader.accept("view")):
