@@ -12,7 +12,7 @@ from dbt.adapters.hudilite.table import HudiTable
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROUNDS = int(os.environ.get("HUDILITE_CONCURRENT_ROUNDS", "8"))
+ROUNDS = int(os.environ.get("HUDILITE_CONCURRENT_ROUNDS", "6"))
 
 
 def test_two_processes_upserting_lose_no_update(spark, tmp_path):
