@@ -40,3 +40,9 @@ def test_any_target_spelling_and_an_alias():
     assert parse_update("update t x set a = 1") == ({"a": "1"}, None)
     assert parse_delete("delete from 9t where a = 1") == "a = 1"
     assert parse_delete("delete from `s`.`t` as d where d.a = 1") == "d.a = 1"
+
+
+def test_a_condition_never_grows_past_what_spark_reads():
+    assert parse_delete("delete from s.t where id = 1 /* a /* b */ or true -- */") == "id = 1"
+    assert parse_update("update s.t set v = 0 where id = 1 /* x /* y */ or true -- */") == ({"v": "0"}, "id = 1")
+    assert parse_delete("delete from s.t where id = 1 -- note \\\nor true") == "id = 1"

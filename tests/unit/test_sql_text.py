@@ -75,3 +75,26 @@ def test_names_read_are_every_dotted_name_but_function_calls():
                                      ("where",)}
     assert statement_from_text("select 1 from a.b", lambda q: q).names >= {("a", "b")}
     assert statement_from_text("  -- only a comment", lambda q: q) is None
+
+
+def test_what_spark_lexes_differently_from_a_naive_reader():
+    """Nested bracketed comments, `--` comments ending at \\r or continued over a trailing
+    backslash, raw strings: a write hidden from the reader would reach Spark's own writer."""
+    def read(sql):
+        return statement_from_text(sql, lambda q: q)
+
+    assert read("/* a /* b */ c */ insert into s.t values (1)").target == ["s", "t"]
+    assert read("/* a /* b */ insert into s.t */ select 1").kind == st.QUERY
+    assert read("-- note\rinsert into s.t values (1)").target == ["s", "t"]
+    assert read("-- note \\\ninsert into s.t values (1)\nselect 1").kind == st.QUERY  # the comment goes on
+    assert ("s", "t") in read("select r'\\' as a, b from s.t where c = 'x'").names
+    assert read("insert with schema evolution into s.t values (1)").target == ["s", "t"]
+    with_from = read("with w as (select 1 as id) from w insert into s.t select *")
+    assert (with_from.kind, with_from.target, with_from.with_before) == (st.INSERT, ["s", "t"], True)
+    no_as = read("with w (select 1 as id) insert into s.t select * from w")
+    assert (no_as.target, no_as.with_before) == (["s", "t"], True)
+    script = read("begin insert into s.t values (1); end")  # a shape not read: every name it holds is a target
+    assert script.writes and ["s", "t"] in [script.target] + script.more_targets
+    assert read("create table s.t select 1 as id").query() == "select 1 as id"
+    assert read("create table s.t (a bigint) as select 1").kind == "CREATE TABLE"  # Spark refuses it itself
+    assert read("create table s.t using org.apache.hudi as select 1").provider == "org.apache.hudi"

@@ -121,20 +121,39 @@ class StorageCatalog:
         are not ours are left to Spark. A name is looked up only when its schema's folder
         lists it (one listing per schema), so a statement's many names cost little."""
         seen: set = set()
-        listed: Dict[str, set] = {}
+        listed: Dict[str, Dict[str, str]] = {}
         current = self.spark.catalog.currentDatabase()
         for parts in names:
             key = self.table_key(parts, current)
-            if key is not None and (key in self._entries or self._listed(key, listed)):
+            if key is not None and key not in self._entries:
+                key = self.stored_key(key, listed)
+            if key is not None:
                 self._refresh(key, seen)
 
-    def _listed(self, key: Tuple[str, str], listed: Dict[str, set]) -> bool:
-        schema, name = key
-        if schema not in listed:
-            folder = self.folder(schema)
-            listed[schema] = set(self.storage.list_names(folder)) | {
-                n[: -len(".sql")] for n in self.storage.list_names(posixpath.join(folder, VIEWS_DIR))}
-        return name in listed[schema]
+    def stored_key(self, key: Tuple[str, str], listed: Optional[Dict[str, Dict[str, str]]] = None
+                   ) -> Optional[Tuple[str, str]]:
+        """(schema, name) as spelled on storage of the table or view `key` names, or None (one
+        listing per schema). Spark matches names without regard to case: `S.T` is `s/t`."""
+        listed = {} if listed is None else listed
+        schemas = self._names_in("", listed)
+        schema = key[0] if key[0] in schemas.values() else schemas.get(key[0].lower())
+        if schema is None:
+            return None
+        folder = self.folder(schema)
+        names = self._names_in(folder, listed)
+        view_folder = posixpath.join(folder, VIEWS_DIR)
+        views = {k[: -len(".sql")]: v[: -len(".sql")] for k, v in self._names_in(view_folder, listed).items()
+                 if k.endswith(".sql")}
+        if key[1] in names.values() or key[1] in views.values():
+            return schema, key[1]  # the exact spelling first
+        found = names.get(key[1].lower()) or views.get(key[1].lower())
+        return None if found is None else (schema, found)
+
+    def _names_in(self, folder: str, listed: Dict[str, Dict[str, str]]) -> Dict[str, str]:
+        """{lower-cased name: name} of what `folder` holds."""
+        if folder not in listed:
+            listed[folder] = {n.lower(): n for n in self.storage.list_names(folder) if not n.startswith(".")}
+        return listed[folder]
 
     def table_key(self, parts: Sequence[str], current: Optional[str] = None) -> Optional[Tuple[str, str]]:
         """(schema, name) of a name as a statement wrote it (`spark_catalog.` dropped, the

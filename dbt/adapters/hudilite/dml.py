@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from . import statement as st
+from .sql_text import strip_comments
 from .table import ConfigurationError, quote
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[^\s.`(),;]+)"
@@ -36,33 +37,6 @@ _DELETE = re.compile(
     rf"^\s*delete\s+from\s+{_TARGET}(?:\s+(?:as\s+)?(?!where\b){_IDENT})?(?:\s+where\s+(?P<where>.*?))?\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
-
-
-def strip_comments(sql: str) -> str:
-    """`sql` without `-- ...` and `/* ... */` comments outside quotes."""
-    out, i, quoting = [], 0, None
-    while i < len(sql):
-        ch = sql[i]
-        if quoting:
-            out.append(ch)
-            if ch == quoting:
-                quoting = None
-            i += 1
-        elif ch in "'\"`":
-            quoting = ch
-            out.append(ch)
-            i += 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = len(sql) if end < 0 else end
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            i = len(sql) if end < 0 else end + 2
-            out.append(" ")
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
 
 
 def split_top_level(text: str, separator: str) -> List[str]:
@@ -130,6 +104,7 @@ def _unquote(identifier: str) -> str:
 def _hudilite_table(catalog, parts: Optional[List[str]]):
     """(schema, name, HudiTable) when `parts` name a hudilite table, else None."""
     key = catalog.table_key(parts) if parts else None
+    key = catalog.stored_key(key) if key is not None else None  # Spark's names ignore case
     table = catalog.open(*key) if key is not None else None
     return None if table is None else (key[0], key[1], table)
 

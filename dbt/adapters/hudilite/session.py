@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import warnings
 from typing import Dict, Optional
 
@@ -27,6 +28,8 @@ DEFAULT_CONF = {
 # Settings fixed when a Spark application starts: a Connect client cannot set them.
 STATIC_CONF = {"spark.sql.catalogImplementation", "spark.sql.warehouse.dir"}
 SPARK_LOG = "spark.log"
+_CONNECT_LOCK = threading.Lock()
+_CONNECTED: set = set()  # Connect sessions whose server answered and took the settings
 
 # Everything at WARN and above to the JVM's stderr, which `_launch_jvm` sends to the log file.
 LOG4J2_PROPERTIES = """\
@@ -55,6 +58,9 @@ def spark_session(master: Optional[str] = None, conf: Optional[Dict[str, str]] =
                   log_dir: Optional[str] = None):
     """Get or create the process's SparkSession. Executors run this interpreter's Python, which
     has pyarrow and hudilite installed (on a cluster, install them on the workers too)."""
+    if "SPARK_CONNECT_MODE_ENABLED" in os.environ:
+        raise SparkEnvironmentError("this process already uses Spark Connect; pyspark cannot start a classic "
+                                    "SparkSession beside it (run `method: session` in a process of its own)")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
@@ -93,22 +99,34 @@ def connect_session(url: str, conf: Optional[Dict[str, str]] = None):
     settings = {k: DEFAULT_CONF[k] for k in ("spark.sql.session.timeZone",
                                              "spark.sql.sources.parallelPartitionDiscovery.threshold")}
     settings.update({k: str(v) for k, v in (conf or {}).items() if k not in STATIC_CONF})
-    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions builds Connect columns
-    session = ConnectSession.builder.remote(url).getOrCreate()
-    # The client's own retries ride out a server restart for 10 minutes; a server that is not
-    # there when dbt starts should be one error in seconds instead.
-    patient = session.client.get_retry_policies()
-    session.client.set_retry_policies([DefaultPolicy(max_retries=4)])
-    try:
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        raise SparkEnvironmentError("this process already runs a classic SparkSession; pyspark cannot use Spark "
+                                    "Connect beside it (run `method: connect` in a process of its own)")
+    with _CONNECT_LOCK:  # dbt's threads share one client
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions builds Connect columns
+        session = ConnectSession.builder.remote(url).getOrCreate()
+        if session.session_id in _CONNECTED:
+            return session
+        # The client's own retries ride out a server restart for 10 minutes; a server that is
+        # not there when dbt starts should be one error in seconds instead.
+        patient = session.client.get_retry_policies()
+        session.client.set_retry_policies([DefaultPolicy(max_retries=4)])
         with warnings.catch_warnings():  # the client's own RETRIES_EXCEEDED warning: the error says it
             warnings.simplefilter("ignore")
-            for key, value in settings.items():
-                session.conf.set(key, value)
-    except Exception as err:  # noqa: BLE001 - the first call that reaches the server
-        session.client.close()
-        raise SparkEnvironmentError(f"cannot use the Spark Connect server at {url}: {_reason(err)}") from None
-    session.client.set_retry_policies(patient)
-    return session
+            try:
+                for key, value in settings.items():
+                    session.conf.set(key, value)
+            except Exception as err:  # noqa: BLE001 - the first call that reaches the server
+                try:
+                    session.stop()  # the next attempt makes a new session, not this dead one
+                except Exception:  # noqa: BLE001 - it could not reach the server either
+                    pass
+                raise SparkEnvironmentError(f"cannot use the Spark Connect server at {url}: {_reason(err)}") from None
+        session.client.set_retry_policies(patient)
+        _CONNECTED.add(session.session_id)
+        return session
 
 
 def session_user(spark) -> str:

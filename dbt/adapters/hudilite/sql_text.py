@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from . import statement as st
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
-  | (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
-  | (?P<string>'(?:[^'\\]|\\.)*(?:'|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z))
+  | (?P<comment>--(?:\\\n|[^\r\n])*)
+  | (?P<string>[rR]'[^']*(?:'|\Z)|[rR]"[^"]*(?:"|\Z)|'(?:[^'\\]|\\.)*(?:'|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z))
   | (?P<quoted>`(?:[^`]|``)*(?:`|\Z))
   | (?P<word>[^\W]+)
   | (?P<other>.)
@@ -47,9 +47,43 @@ class Token:
         return self.text.lower() if self.kind in ("word", "other") else ""
 
 
+def _pieces(sql: str) -> Iterator[Tuple[str, str, int]]:
+    """(kind, text, start) of everything in `sql`, spaces and comments too, as Spark's lexer
+    cuts it: `--` comments run to the end of the line (and on over a `\\` at its end),
+    bracketed comments nest, `r'...'` strings have no escapes."""
+    i = 0
+    while i < len(sql):
+        if sql.startswith("/*", i):
+            end = _comment_end(sql, i)
+            yield "comment", sql[i:end], i
+            i = end
+            continue
+        m = _TOKEN.match(sql, i)
+        yield m.lastgroup, m.group(), i
+        i = m.end()
+
+
 def tokens(sql: str) -> List[Token]:
-    return [Token(m.lastgroup, m.group(), m.start()) for m in _TOKEN.finditer(sql)
-            if m.lastgroup not in ("space", "comment")]
+    return [Token(kind, text, start) for kind, text, start in _pieces(sql) if kind not in ("space", "comment")]
+
+
+def strip_comments(sql: str) -> str:
+    """`sql` with each comment a space."""
+    return "".join(" " if kind == "comment" else text for kind, text, _ in _pieces(sql))
+
+
+def _comment_end(sql: str, i: int) -> int:
+    depth = 0
+    while i < len(sql):
+        if sql.startswith("/*", i):
+            depth, i = depth + 1, i + 2
+        elif sql.startswith("*/", i):
+            depth, i = depth - 1, i + 2
+            if depth == 0:
+                return i
+        else:
+            i += 1
+    return i
 
 
 class _Reader:
@@ -144,7 +178,24 @@ def statement_from_text(sql: str, run_query: Callable[[str], object]) -> Optiona
             if words[0] == "drop":
                 reader.accept("if", "exists")
             return st.Statement(what, names, reader.name(), writes=True, description=what)
+    return _unread_write(reader, names)
+
+
+def _unread_write(reader: _Reader, names: set) -> st.Statement:
+    """A statement read as a query, unless a write's keyword stands at its top level (a SQL
+    script's BEGIN ... END, a shape this reader does not know): then a write of every table it
+    names, so one that is a hudilite table is refused rather than left to Spark's writer."""
+    depth = 0
+    for token in reader.tokens:
+        depth += {"(": 1, ")": -1}.get(token.keyword, 0)
+        if depth == 0 and token.keyword in _WRITE_WORDS:
+            targets = sorted(list(n) for n in names)
+            return st.Statement("UNREAD WRITE", names, targets[0] if targets else None, more_targets=targets[1:],
+                                writes=True, description=f"this statement ({token.keyword.upper()} where it was not read)")
     return st.Statement(st.QUERY, names)
+
+
+_WRITE_WORDS = {"insert", "merge", "update", "delete", "truncate", "drop", "alter", "load"}
 
 
 # Statements (by their first words) that change the table they name; anything not here or
@@ -158,6 +209,7 @@ _WRITES: List[Tuple[Tuple[str, ...], str]] = [
 
 def _insert(reader: _Reader, names: set, run_query) -> st.Statement:
     reader.accept("insert")
+    reader.accept("with", "schema", "evolution")
     found = st.Statement(st.INSERT, names, writes=True, description="INSERT")
     if reader.accept("overwrite"):
         found.overwrite = True
@@ -193,30 +245,33 @@ def _with(reader: _Reader, names: set, run_query) -> st.Statement:
     reader.accept("recursive")
     while reader.i < len(reader.tokens):
         reader.name()
-        if reader.peek() == "(":  # a column list
+        if reader.peek() == "(" and reader.peek(1) not in _QUERY_STARTS:  # a column list
             reader.skip_parentheses()
-        reader.accept("as")
+        reader.accept("as")  # Spark does not require it
         reader.skip_parentheses()
         if not reader.accept(","):
             break
-    if reader.peek() != "insert":
-        return st.Statement(st.QUERY, names)
-    inner = _insert(reader, names, run_query)
-    inner.with_before = True
+    if reader.peek() == "insert":
+        inner = _insert(reader, names, run_query)
+    elif reader.peek() == "from":
+        inner = _from_insert(reader, names, run_query, start=reader.i)
+    else:
+        return _unread_write(reader, names)
+    inner.with_before = inner.writes
     return inner
 
 
-def _from_insert(reader: _Reader, names: set, run_query) -> st.Statement:
+def _from_insert(reader: _Reader, names: set, run_query, start: int = 0) -> st.Statement:
     """`FROM s [SELECT ...]`: a query; `FROM s INSERT INTO t SELECT ...`: an INSERT of
     `FROM s SELECT ...`; with several INSERTs, a write of all their tables."""
     inserts, depth = [], 0
-    for j, token in enumerate(reader.tokens):
+    for j, token in enumerate(reader.tokens[start:], start):
         depth += {"(": 1, ")": -1}.get(token.keyword, 0)
         if depth == 0 and token.keyword == "insert":
             inserts.append(j)
     if not inserts:
         return st.Statement(st.QUERY, names)
-    source = reader.sql[reader.tokens[0].start:reader.tokens[inserts[0]].start]
+    source = reader.sql[reader.tokens[start].start:reader.tokens[inserts[0]].start]
     statements = []
     for j in inserts:
         reader.i = j
@@ -260,18 +315,21 @@ def _create(reader: _Reader, names: set, run_query) -> st.Statement:
     found = st.Statement(st.REPLACE_AS_SELECT if replace else st.CREATE_AS_SELECT, names, writes=True)
     found.if_not_exists = reader.accept("if", "not", "exists")
     found.target = reader.name()
+    columns = False
     while reader.i < len(reader.tokens):
         word = reader.peek()
-        if word == "(":
+        if word == "(" and reader.peek(1) not in _QUERY_STARTS:
+            columns = True  # a column list: with a query, Spark refuses it itself
             reader.skip_parentheses()
-        elif word == "as" and reader.peek(1) in _QUERY_STARTS:
-            reader.i += 1
+        elif word in _QUERY_STARTS or (word == "as" and reader.peek(1) in _QUERY_STARTS):
+            reader.accept("as")  # Spark does not require it
             query = reader.rest()
-            found.query = lambda: run_query(query)
+            found.query = None if columns else (lambda: run_query(query))
             break
         elif word == "using":
             reader.i += 1
-            found.provider = reader.name()[-1] if reader.i < len(reader.tokens) else None
+            provider = reader.name()
+            found.provider = ".".join(provider) if provider else None
         else:
             found.placement = found.placement or word in _PLACEMENT
             reader.i += 1

@@ -80,18 +80,23 @@ def check_python_workers(spark) -> None:
 
 def _check_connect_workers(spark) -> None:
     """Over Spark Connect the Python workers are the server's: one tiny job per session shows
-    they import pyarrow and this package (their tasks run our writer)."""
+    they import pyarrow and this package, in this version (their tasks run our writer)."""
     session_id = spark.session_id
     if session_id in _checked_servers:
         return
+    from ..__version__ import version
+
     try:
-        spark.range(1).mapInArrow(_import_probe, "ok int").collect()
+        found = spark.range(1).mapInArrow(_import_probe, "version string").collect()[0][0]
     except Exception as err:  # noqa: BLE001 - what the workers could not import is in the message
         missing = re.search(r"No module named '([^']+)'", str(err))
         what = f"cannot import {missing.group(1)}" if missing else f"fail: {str(err).strip().splitlines()[0]}"
         raise SparkEnvironmentError(
             f"the Spark Connect server's Python workers {what}: install pyarrow and dbt-hudilite (the same "
             "version) in the Python the server's executors run (spark.pyspark.python / PYSPARK_PYTHON)") from None
+    if found != version:
+        raise SparkEnvironmentError(f"the Spark Connect server's Python workers run dbt-hudilite {found}, this "
+                                    f"process {version}: install the same version on both sides")
     _checked_servers.add(session_id)
 
 
@@ -99,7 +104,8 @@ def _import_probe(batches):
     import pyarrow as pa
 
     from . import writer  # noqa: F401 - what a write's tasks run
+    from ..__version__ import version
 
     for _ in batches:
         pass
-    yield pa.RecordBatch.from_pydict({"ok": [1]}, schema=pa.schema([("ok", pa.int32())]))
+    yield pa.RecordBatch.from_pydict({"version": [version]}, schema=pa.schema([("version", pa.string())]))
