@@ -315,11 +315,11 @@ def _create(reader: _Reader, names: set, run_query) -> st.Statement:
     found = st.Statement(st.REPLACE_AS_SELECT if replace else st.CREATE_AS_SELECT, names, writes=True)
     found.if_not_exists = reader.accept("if", "not", "exists")
     found.target = reader.name()
-    columns = False
+    columns, after_name = False, reader.i
     while reader.i < len(reader.tokens):
         word = reader.peek()
         if word == "(" and reader.peek(1) not in _QUERY_STARTS:
-            columns = True  # a column list: with a query, Spark refuses it itself
+            columns = columns or reader.i == after_name  # a column list: with a query, Spark refuses it itself
             reader.skip_parentheses()
         elif word in _QUERY_STARTS or (word == "as" and reader.peek(1) in _QUERY_STARTS):
             reader.accept("as")  # Spark does not require it
