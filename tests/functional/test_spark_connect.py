@@ -67,23 +67,32 @@ def test_python_models_and_sql_writes_over_spark_connect(spark, tmp_path, connec
         (project / folder).mkdir(parents=True)
     (project / "dbt_project.yml").write_text("name: connect_check\nversion: '1.0'\nprofile: connect_check\n")
     (project / "profiles.yml").write_text(PROFILE.format(url=connect_url, root=root))
-    (project / "seeds" / "orders.csv").write_text("id,amount\n1,10\n2,20\n3,30\n")
+    (project / "seeds" / "orders.csv").write_text(
+        "id,amount,ordered_at\n1,10,2026-11-23 09:00:00\n2,20,2026-11-23 12:00:00\n3,30,2026-11-24 08:00:00\n")
+    (project / "models" / "large_orders.sql").write_text(
+        "{{ config(materialized='ephemeral') }} select id, amount from {{ ref('orders') }} where amount >= 20")
+    (project / "models" / "large_order_ids.sql").write_text("select id from {{ ref('large_orders') }}")
+    (project / "models" / "orders_by_day.sql").write_text(
+        "{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='ordered_at', "
+        "begin='2026-11-23', batch_size='day', partition_by='order_date') }}\n"
+        "select id, amount, ordered_at, cast(ordered_at as date) as order_date from {{ ref('orders') }}")
     (project / "models" / "orders_py.py").write_text(
         "def model(dbt, session):\n"
         "    dbt.config(materialized='table')\n"
         "    orders = dbt.ref('orders')\n"
         "    return orders.withColumn('doubled', orders.amount * 2)\n")
     (project / "models" / "schema.yml").write_text(
-        "models:\n  - name: orders_py\n    columns:\n      - name: id\n        data_tests: [unique, not_null]\n")
+        "models:\n  - name: orders_py\n    columns:\n      - name: id\n        data_tests: [unique, not_null]\n"
+        "seeds:\n  - name: orders\n    config:\n      event_time: ordered_at\n")
     (project / "macros" / "writes.sql").write_text(MACROS)
 
     def dbt(*args):
         return subprocess.run([DBT, *args, "--project-dir", str(project), "--profiles-dir", str(project)],
                               capture_output=True, text=True, timeout=600, cwd=project)
 
-    build = dbt("build")
+    build = dbt("build", "--event-time-start", "2026-11-23", "--event-time-end", "2026-11-25")
     assert build.returncode == 0, build.stdout[-4000:]
-    assert "PASS=4 WARN=0 ERROR=0 SKIP=0" in build.stdout  # the seed, the model, its two tests
+    assert "PASS=6 WARN=0 ERROR=0 SKIP=0" in build.stdout  # seed, Python model and its 2 tests, table, microbatch
     writes = dbt("run-operation", "write_orders")
     assert writes.returncode == 0, writes.stdout[-4000:]
     orders = HudiTable.open(spark, str(root / "shop" / "orders_py"))
@@ -95,9 +104,15 @@ def test_python_models_and_sql_writes_over_spark_connect(spark, tmp_path, connec
                                                                                     (4, 40, 80)]
     assert [i.action for i in orders.timeline()] == ["commit"] * 4  # built, INSERT, UPDATE, DELETE
     assert [i.timestamp for i in orders.timeline()] == before  # the refused MERGE wrote nothing
+    large = HudiTable.open(spark, str(root / "shop" / "large_order_ids"))  # through an ephemeral model
+    assert sorted(r.id for r in large.read().collect()) == [2, 3]
+    by_day = HudiTable.open(spark, str(root / "shop" / "orders_by_day"))  # one batch a day, each its partition
+    assert sorted((r.id, str(r.order_date)) for r in by_day.read().collect()) == [
+        (1, "2026-11-23"), (2, "2026-11-23"), (3, "2026-11-24")]
+    assert len(by_day.timeline()) == 2
     big = HudiTable.open(spark, str(root / "shop" / "big_orders"))
     assert sorted((r.id, r.amount) for r in big.read().collect()) == [(3, 30), (4, 40)]
-    for table in (orders, big):
+    for table in (orders, big, large, by_day):
         assert table.validate() == []
         assert_hudi_rs_agrees(table)
     assert not [f for f in os.listdir(root / "shop" / "orders_py") if f.startswith("part-")]  # no Spark writer

@@ -59,6 +59,8 @@ def check_python_workers(spark) -> None:
     virtualenv the driver runs in. Checked once per SparkContext, on a local master only (a
     cluster's workers are on other hosts: their Python is the cluster's set-up); over Spark
     Connect, once per session, by a job that imports what the writer needs."""
+    if spark is None:  # storage only (the CLI's `tables`): nothing runs in Spark
+        return
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         _check_connect_workers(spark)
         return
