@@ -71,7 +71,8 @@ def test_python_models_and_sql_writes_over_spark_connect(spark, tmp_path, connec
         "id,amount,ordered_at\n1,10,2026-11-23 09:00:00\n2,20,2026-11-23 12:00:00\n3,30,2026-11-24 08:00:00\n")
     (project / "models" / "large_orders.sql").write_text(
         "{{ config(materialized='ephemeral') }} select id, amount from {{ ref('orders') }} where amount >= 20")
-    (project / "models" / "large_order_ids.sql").write_text("select id from {{ ref('large_orders') }}")
+    (project / "models" / "large_order_ids.sql").write_text(
+        "{{ config(materialized='table') }} select id from {{ ref('large_orders') }}")
     (project / "models" / "orders_by_day.sql").write_text(
         "{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='ordered_at', "
         "begin='2026-11-23', batch_size='day', partition_by='order_date') }}\n"
