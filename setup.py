@@ -19,6 +19,7 @@ setup(
     ],
     extras_require={
         "connect": ["pyspark[connect]>=3.5,<5"],  # method: connect (a Spark Connect server)
+        "bench": ["deltalake>=1.0,<2", "matplotlib>=3.8"],  # benchmarks/run.py: the delta-rs peer, the charts
         "test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter", "pyspark[connect]>=3.5,<5"],
     },
     entry_points={"console_scripts": ["hudilite = dbt.adapters.hudilite.cli:main"]},

@@ -1,13 +1,15 @@
 """Upserts and deletes through the record index, read back through hudi-rs."""
 
+import itertools
 import os
 
 import pytest
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.table import ConfigurationError, DataError, HudiTable, SchemaError
+from dbt.adapters.hudilite.table import ConfigurationError, DataError, FileSizing, HudiTable, SchemaError
 from dbt.adapters.hudilite.table.record_index import shard_column
 from tests.core.hudi_rs import assert_hudi_rs_agrees
+from tests.core.test_writes import committed_files, parquet_files_on_disk
 
 
 def customers(spark, rows):
@@ -242,5 +244,92 @@ def test_inserts_into_a_keyed_table_keep_keys_unique(spark, tmp_path):
     table.insert_overwrite(customers(spark, [(2, "b2", "us", 2)]))  # replaces the group holding 2: fine
     table.insert_overwrite_table(customers(spark, [(1, "a3", "eu", 3), (2, "b3", "eu", 3)]))
     assert sorted((r.id, r.name) for r in table.read().collect()) == [(1, "a3"), (2, "b3")]
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
+def _snapshot(table):
+    """Rows with the step (position on the timeline) that last wrote each, and the index's view."""
+    steps = {i.timestamp: n for n, i in enumerate(table.timeline())}
+    rows = sorted((r.id, r.name, r.region, r.version, r._hoodie_record_key, r._hoodie_partition_path,
+                   steps[r._hoodie_commit_time]) for r in table.read().collect())
+    completed = table.context.timeline.completed()
+    index = sorted((r.key, r.partition) for r in table.index.entries(completed, table.context.timeline.view()).collect())
+    return rows, index
+
+
+def _jobs(spark, operation):
+    """The Spark jobs `operation` runs (Spark's adaptive execution runs a shuffle's map stage
+    and a cached plan as jobs of their own)."""
+    group = f"counted-{next(_groups)}"
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        operation()
+        return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+
+_groups = itertools.count()
+
+
+def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
+    """The one-task path for small upserts (`small_write_bytes`) and the parallel path write
+    the same rows, commit times, write stats and index, through moves, deletes, stale rows and
+    duplicates; the small path runs two Spark jobs."""
+    tables = {}
+    for name, limit in (("small", 64 << 20), ("large", 0)):
+        table = HudiTable.create(spark, str(tmp_path / name), "customers", record_key="id", partition_by="region",
+                                 precombine="version")
+        table.file_sizing = FileSizing(small_write_bytes=limit)
+        table.insert(customers(spark, [(i, f"n{i}", f"r{i % 4}", 5) for i in range(60)]).repartition(3))
+        tables[name] = table
+    batches = [
+        customers(spark, [(1, "in place", "r1", 6), (2, "moved", "r9", 6), (3, "stale", "r3", 1),  # older: nothing
+                          (7, "stale move", "r0", 1), (100, "new", "r1", 1), (101, "new part", "r8", 1),
+                          (5, "first", "r1", 7), (5, "second", "r1", 8)]),  # duplicates: the largest version wins
+        customers(spark, [(4, "bye", "r0", 9)]).withColumn("_hoodie_is_deleted", F.lit(True)),
+        customers(spark, [(i, f"again{i}", f"r{(i + 1) % 4}", 10) for i in range(0, 60, 3)]),  # every partition
+        customers(spark, [(10, "ten", "r2", 20), (11, "eleven", "r3", 20)]),  # in place only
+    ]
+    counts = {}
+    for batch in batches:
+        for name, table in tables.items():
+            counts.setdefault(name, []).append(_jobs(spark, lambda: table.upsert(batch)))
+    deleted = spark.createDataFrame([(8,), (100,)], "id long")
+    for table in tables.values():
+        table.delete(deleted)
+    small, large = tables["small"], tables["large"]
+    assert _snapshot(small) == _snapshot(large)
+    rows = {r[0]: r for r in _snapshot(small)[0]}
+    assert rows[1][1:4] == ("in place", "r1", 6) and rows[2][1:3] == ("moved", "r9") and rows[3][1:3] == ("again3", "r0")
+    assert rows[7][1:3] == ("n7", "r3") and rows[5][1] == "second" and not {4, 8, 100} & set(rows)
+    assert rows[10][1:4] == ("ten", "r2", 20)
+    for a, b in zip(small.timeline()[1:], large.timeline()[1:]):
+        summary = lambda t, i: sorted((s.partitionPath, bool(s.prevCommit), s.numWrites, s.numInserts,  # noqa: E731
+                                       s.numUpdateWrites, s.numDeletes) for s in t.commit_metadata(i).write_stats)
+        assert summary(small, a) == summary(large, b)
+    # In place only: tagging (with adaptive execution a shuffle, a cache and the summary are three
+    # jobs), then one write. Batch 1 also builds the index; 2 and 3 check leaving rows' precombine.
+    assert counts["small"][3] == 4, counts
+    assert all(small <= large - 2 for small, large in zip(counts["small"], counts["large"])), counts
+    for table in tables.values():
+        assert table.validate() == []
+    assert_hudi_rs_agrees(small)
+
+
+def test_a_retried_small_upsert_task_leaves_one_copy(spark, tmp_path):
+    """A small upsert's one task fails once after writing: the retry's files and index entries
+    are the commit's, the failed attempt's files are gone."""
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.insert(customers(spark, [(i, "x", f"r{i % 2}", 1) for i in range(20)]))
+    table.write_options = {"fail_task_attempt": (0, 0)}
+    instant = table.upsert(customers(spark, [(1, "y", "r1", 2), (50, "new", "r5", 1)]))
+    table.write_options = {}
+    assert parquet_files_on_disk(table.path) == committed_files(table)
+    written = table.commit_metadata(instant).write_stats
+    assert sorted((s.partitionPath, bool(s.prevCommit)) for s in written) == [("region=r1", True), ("region=r5", False)]
+    assert sorted((r.id, r.name) for r in table.read().collect()) == sorted(
+        [(i, "x") for i in range(20) if i != 1] + [(1, "y"), (50, "new")])
     assert table.validate() == []
     assert_hudi_rs_agrees(table)

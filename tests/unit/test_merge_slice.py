@@ -55,3 +55,53 @@ def test_one_row_per_key():
     every, duplicate = one_row_per_key(rows, None)
     assert every.num_rows == 5
     assert [k for k, d in zip(every.column("_hoodie_record_key").to_pylist(), duplicate.to_pylist()) if d] == ["b"] * 3
+
+
+def tagged_rows():
+    """Tagged batch rows: an update in place, a move (p1 to p2), a delete of a stored key, a
+    delete of an unknown key, a new key, and two rows of a key flagged duplicate."""
+    from dbt.adapters.hudilite.table.upsert import DUPLICATE, OLD_FILE_ID, OLD_PARTITION, SHARD
+
+    return pa.table({"_hoodie_record_key": ["a", "b", "c", "x", "n", "d", "d"],
+                     "_hoodie_partition_path": ["p1", "p2", "p1", "p1", "p3", "p1", "p1"],
+                     IS_DELETED: [False, False, True, True, False, False, False],
+                     "id": [1, 2, 3, 9, 5, 4, 4],
+                     OLD_PARTITION: ["p1", "p1", "p1", None, None, "p1", "p1"],
+                     OLD_FILE_ID: ["f1", "f1", "f1", None, None, "f2", "f2"],
+                     DUPLICATE: [False, False, False, False, False, True, True],
+                     SHARD: pa.array([0] * 7, pa.int32())})
+
+
+def test_the_summary_of_a_tagged_batch_counts_what_leaves_and_arrives():
+    from dbt.adapters.hudilite.table.upsert import summary_task
+
+    rows = tagged_rows()
+    parts = [r for b in summary_task(iter(rows.to_batches(max_chunksize=3))) for r in b.to_pylist()]
+    by_group = {}
+    for r in parts:  # batches are summarized one by one: the driver adds them up
+        total = by_group.setdefault(r["file_id"], {"leaving": 0, "arriving": 0, "rows": 0, "duplicate": set()})
+        for k in ("leaving", "arriving", "rows"):
+            total[k] += r[k]
+        total["duplicate"] |= {r["duplicate"]} if r["duplicate"] else set()
+    assert by_group["f1"] == {"leaving": 2, "arriving": 1, "rows": 3, "duplicate": set()}  # b moves, c is deleted
+    assert by_group["f2"] == {"leaving": 0, "arriving": 0, "rows": 2, "duplicate": {"d"}}
+    assert by_group[None] == {"leaving": 0, "arriving": 1, "rows": 2, "duplicate": set()}  # n arrives; x deletes nothing
+
+
+def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partition():
+    from dbt.adapters.hudilite.table.upsert import arriving_mask, insert_rows
+
+    rows = tagged_rows()
+    arriving = rows.filter(arriving_mask(rows))
+    layout = insert_rows(arriving, ["id"])
+    assert layout.column_names == ["_hudilite_row_index", "_hoodie_record_key", "_hoodie_partition_path", "id"]
+    assert layout.to_pylist() == [{"_hudilite_row_index": 0, "_hoodie_record_key": "b", "_hoodie_partition_path": "p2", "id": 2},
+                                  {"_hudilite_row_index": 1, "_hoodie_record_key": "n", "_hoodie_partition_path": "p3", "id": 5}]
+
+
+def test_an_upsert_is_small_by_the_bytes_it_rewrites_and_its_batch():
+    from dbt.adapters.hudilite.table.upsert import is_small
+
+    assert is_small(touched_bytes=40 << 20, batch_rows=100_000, bytes_per_row=100, limit=64 << 20)
+    assert not is_small(touched_bytes=60 << 20, batch_rows=100_000, bytes_per_row=100, limit=64 << 20)
+    assert not is_small(touched_bytes=0, batch_rows=1, bytes_per_row=100, limit=0)  # 0: always the parallel path

@@ -50,7 +50,7 @@ def shard_path(shard: int, instant: str, kind: str) -> str:
     return f"{record_index_shard_dir(shard)}/{index_file_name(instant, kind)}"
 
 
-def _write_shard_task(base_path: str, instant: str, kind: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def write_shards(base_path: str, instant: str, kind: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: rows sorted by (shard, key) into one index file per shard (a Spark
     partition may hold several shards)."""
     storage = Storage(base_path)
@@ -154,7 +154,7 @@ class RecordIndex(TableIndex):
     def _write(self, entries: DataFrame, instant: str, kind: str, num_shards: int) -> Dict[str, int]:
         """Index files written ({path: entries}), one per shard that has entries."""
         keyed = entries.withColumn("shard", shard_column(num_shards)(F.col("key")))
-        task = functools.partial(_write_shard_task, self.storage.base_path, instant, kind)
+        task = functools.partial(write_shards, self.storage.base_path, instant, kind)
         rows = (keyed.repartition(num_shards, "shard").sortWithinPartitions("shard", "key")
                 .mapInArrow(task, "path string, entries long").collect())
         return {r.path: r.entries for r in rows}

@@ -14,11 +14,17 @@
    groups through the insert writer.
 5. The index delta of the instant: the keys of the new file groups, tombstones for deleted
    keys.
+
+A small upsert (the file groups it rewrites and its batch under `small_write_bytes` on disk)
+does 3 to 5 in one task (`small_write_task`): two Spark jobs in all, the tag and the write.
+Larger ones keep a task per touched file group.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -28,18 +34,20 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .commit import DELETE
+from .commit import DELETE, WriteStat
 from .context import EVOLVE, TableContext, resolve_columns
 from .errors import DataError
 from .file_group import FileGroup
 from .index import IndexChange
+from .index_files import DELTA
 from .instant import COMMIT
-from .record_index import LookupPlan, RecordIndex, latest_entries, live_holders
-from .rows import SLICE
+from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, latest_entries, live_holders, write_shards
+from .rows import INSERT, SLICE
 from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
-from .writer import ARROW_BATCH_ROWS, NewSlice, WriteSpec, grouped_by_file_group, run_write_job, write_slices
+from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, stats_arrow_schema, grouped_by_file_group,
+                     run_task_job, run_write_job, write_slices, write_stat, write_task)
 
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
@@ -60,7 +68,7 @@ def keyed_batch(ctx: TableContext, df: DataFrame, data_schema: T.StructType) -> 
 
 def tagged_schema(batch_schema: T.StructType) -> T.StructType:
     extra = [T.StructField(OLD_PARTITION, T.StringType()), T.StructField(OLD_FILE_ID, T.StringType()),
-             T.StructField(DUPLICATE, T.BooleanType())]
+             T.StructField(DUPLICATE, T.BooleanType()), T.StructField(SHARD, T.IntegerType())]
     return T.StructType(list(batch_schema.fields) + extra)
 
 
@@ -113,6 +121,7 @@ def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], l
         tagged = part.append_column(OLD_PARTITION, pa.array([live.get(f) for f in file_ids], pa.string()))
         tagged = tagged.append_column(OLD_FILE_ID, pa.array(file_ids, pa.string()))
         tagged = tagged.append_column(DUPLICATE, duplicate)
+        tagged = tagged.append_column(SHARD, pa.array([shard] * tagged.num_rows, pa.int32()))
         yield from tagged.to_batches()
 
 
@@ -126,17 +135,60 @@ def is_arriving():
     return ~F.col(IS_DELETED) & (F.col(OLD_FILE_ID).isNull() | (F.col(PARTITION_PATH) != F.col(OLD_PARTITION)))
 
 
-def summarize(tagged: DataFrame) -> Tuple[Dict[str, int], Optional[str], int]:
-    """({fileId: rows deleted or moved out} for every touched file group, a duplicated key,
-    the number of rows for new file groups)."""
-    rows = tagged.groupBy(OLD_FILE_ID).agg(
-        F.sum(F.when(F.col(OLD_FILE_ID).isNotNull() & is_leaving(), 1).otherwise(0)).alias("leaving"),
-        F.min(F.when(F.col(DUPLICATE), F.col(RECORD_KEY))).alias("duplicate"),
-        F.sum(is_arriving().cast("long")).alias("arriving"),
-    ).collect()
-    duplicates = sorted(r.duplicate for r in rows if r.duplicate is not None)
-    return ({r[0]: r.leaving for r in rows if r[0] is not None}, (duplicates[0] if duplicates else None),
-            sum(r.arriving or 0 for r in rows))
+@dataclass(frozen=True)
+class Summary:
+    touched: Dict[str, int]  # fileId -> rows deleted or moved out, for every touched file group
+    duplicate: Optional[str]  # a key the batch holds twice (without a precombine field)
+    arriving: int  # rows for new file groups
+    rows: int  # rows of the batch, one per key
+
+
+SUMMARY_DDL = "file_id string, leaving long, duplicate string, arriving long, rows long"
+
+
+def summarize(tagged: DataFrame) -> Summary:
+    """Partial summaries per task (`summary_task`), added up here: no shuffle, one job."""
+    touched: Dict[str, int] = {}
+    duplicates, arriving, rows = [], 0, 0
+    for r in tagged.mapInArrow(summary_task, SUMMARY_DDL).collect():
+        if r.file_id is not None:
+            touched[r.file_id] = touched.get(r.file_id, 0) + r.leaving
+        if r.duplicate is not None:
+            duplicates.append(r.duplicate)
+        arriving += r.arriving
+        rows += r.rows
+    return Summary(touched, min(duplicates) if duplicates else None, arriving, rows)
+
+
+def summary_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: per fileId of the tagged rows (null: no stored row), the rows leaving it,
+    the smallest duplicated key, the rows arriving in new file groups and all rows."""
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        rows = pa.Table.from_batches([batch])
+        holder = rows.column(OLD_FILE_ID)
+        leaving = pc.and_(pc.is_valid(holder), pc.or_(rows.column(IS_DELETED),
+                          pc.fill_null(pc.not_equal(rows.column(PARTITION_PATH), rows.column(OLD_PARTITION)), False)))
+        parts = pa.table({"file_id": holder, "leaving": pc.cast(leaving, pa.int64()),
+                          "duplicate": pc.if_else(pc.fill_null(rows.column(DUPLICATE), False), rows.column(RECORD_KEY),
+                                                  pa.scalar(None, pa.string())),
+                          "arriving": pc.cast(arriving_mask(rows), pa.int64()), "rows": pa.repeat(pa.scalar(1), rows.num_rows)})
+        summed = parts.group_by("file_id").aggregate([("leaving", "sum"), ("duplicate", "min"), ("arriving", "sum"),
+                                                      ("rows", "sum")])
+        yield from summed.rename_columns([c.rsplit("_", 1)[0] if c != "file_id" else c for c in summed.column_names]) \
+            .select(["file_id", "leaving", "duplicate", "arriving", "rows"]).to_batches()
+
+
+def is_small(touched_bytes: int, batch_rows: int, bytes_per_row: int, limit: int) -> bool:
+    """Whether an upsert is small enough for one task: the on-disk bytes of the file groups it
+    rewrites plus its batch at the table's bytes per stored row."""
+    return touched_bytes + batch_rows * bytes_per_row <= limit
+
+
+def stored_bytes_per_row(groups: Sequence[FileGroup]) -> int:
+    rows = sum(g.latest.num_records for g in groups)
+    return max(1, sum(g.latest.size for g in groups) // rows) if rows else 100
 
 
 def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names: Sequence[str],
@@ -194,6 +246,77 @@ def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precom
 
     return write_slices(spec, merged_slices())
 
+# A small upsert's task returns its write stats and its index entries (a row of one or the other).
+SMALL_WRITE_DDL = STATS_DDL + ", entry_key string, entry_deleted boolean, entry_shard int"
+
+
+def arriving_mask(rows: pa.Table) -> pa.Array:
+    """`is_arriving` in Arrow."""
+    moved = pc.fill_null(pc.not_equal(rows.column(PARTITION_PATH), rows.column(OLD_PARTITION)), True)
+    return pc.and_(pc.invert(rows.column(IS_DELETED)), pc.or_(pc.is_null(rows.column(OLD_FILE_ID)), moved))
+
+
+def insert_rows(rows: pa.Table, data_names: Sequence[str]) -> pa.Table:
+    """New-file-group rows in the insert layout (`rows.INSERT`), grouped by partition path."""
+    rows = rows.sort_by([(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")])
+    meta = [pa.array(range(rows.num_rows), pa.int64()), rows.column(RECORD_KEY), rows.column(PARTITION_PATH)]
+    return pa.table(meta + [rows.column(c) for c in data_names], names=list(INSERT.meta) + list(data_names))
+
+
+def small_write_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
+                     update_columns: Optional[List[str]], spec: WriteSpec,
+                     batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side, a small upsert in one task: the touched file groups merged (`merge_task`),
+    then the new keys written to new file groups (`write_task`, seqnos numbered on from the
+    merge's). Returns the write stats and the instant's index entries: the new file groups'
+    keys (read back from their files) and tombstones of deleted keys. The driver writes the
+    index delta from the entries of the attempt it takes (a speculative twin's differ)."""
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    rows = pa.concat_tables(tables)
+    stats: List[dict] = []
+    touched = rows.filter(pc.is_valid(rows.column(OLD_FILE_ID)))
+    if touched.num_rows:
+        touched = touched.sort_by([(OLD_FILE_ID, "ascending"), (RECORD_KEY, "ascending")])
+        for out in merge_task(slices, data_names, precombine, update_columns, spec, iter(touched.to_batches())):
+            stats += out.to_pylist()
+    arriving = rows.filter(arriving_mask(rows))
+    inserted: List[dict] = []
+    if arriving.num_rows:
+        then = dataclasses.replace(spec, first_row=sum(s["num_writes"] for s in stats))
+        for out in write_task(then, iter(insert_rows(arriving, data_names).to_batches(ARROW_BATCH_ROWS))):
+            inserted += out.to_pylist()
+    entries = _index_entries(rows, inserted, Storage(spec.base_path))
+    result = [dict(s, entry_key=None, entry_deleted=None, entry_shard=None) for s in stats + inserted]
+    result += [{"file_id": f, "entry_key": k, "entry_deleted": d, "entry_shard": n}
+               for k, f, d, n in zip(*(entries.column(c).to_pylist() for c in ("key", "file_id", "deleted", "shard")))]
+    if result:
+        yield pa.RecordBatch.from_pylist(result, schema=_small_result())
+
+
+def _index_entries(rows: pa.Table, inserted: List[dict], storage: Storage) -> pa.Table:
+    """(key, file_id, deleted, shard): what `RecordIndex.delta` writes for this instant."""
+    parts = []
+    for stat in inserted:
+        with storage.open_input(stat["path"]) as source:
+            keys = pq.read_table(source, columns=[RECORD_KEY]).column(0)
+        parts.append(pa.table({"key": keys, "file_id": pa.repeat(pa.scalar(stat["file_id"]), len(keys)),
+                               "deleted": pa.repeat(pa.scalar(False), len(keys))}))
+    gone = rows.filter(pc.and_(pc.is_valid(rows.column(OLD_FILE_ID)), rows.column(IS_DELETED)))
+    parts.append(pa.table({"key": gone.column(RECORD_KEY), "file_id": gone.column(OLD_FILE_ID),
+                           "deleted": pa.repeat(pa.scalar(True), gone.num_rows)}))
+    entries = pa.concat_tables([p.cast(ENTRY_SCHEMA) for p in parts])
+    at = pc.index_in(entries.column("key"), value_set=rows.column(RECORD_KEY))  # a key's shard, as tagging computed it
+    return entries.append_column("shard", rows.column(SHARD).take(at))
+
+
+@functools.lru_cache(maxsize=1)
+def _small_result() -> pa.Schema:
+    return pa.schema(list(stats_arrow_schema()) + [pa.field("entry_key", pa.string()), pa.field("entry_deleted", pa.bool_()),
+                                                    pa.field("entry_shard", pa.int32())])
+
+
 # Up to this many new rows go to one file group per partition (one task per partition path)
 # instead of one per partition and shard: fewer, larger file groups from small upserts.
 GROUPED_INSERT_ROWS = 1_000_000
@@ -241,43 +364,78 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
                      ctx.config.precombine_field)
         tagged = tagged.persist()  # the batch is evaluated once: everything below reads this
         try:
-            touched, duplicate, arriving_rows = summarize(tagged)
+            summary = summarize(tagged)
             if predicates:
                 rejected = _keys_rejected_by(ctx, tagged, current, predicates, predicate_alias)
                 kept = tagged.join(rejected, RECORD_KEY, "left_anti").persist()
                 tagged.unpersist()
                 tagged = kept
-                touched, duplicate, arriving_rows = summarize(tagged)
-            if duplicate is not None:
-                raise DataError(f"table {ctx.name}: the new rows hold record key '{duplicate}' more than once; "
+                summary = summarize(tagged)
+            if summary.duplicate is not None:
+                raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
                                 "set a precombine field to choose between them")
-            if ctx.config.precombine_field and any(touched.values()):
+            if ctx.config.precombine_field and any(summary.touched.values()):
                 stale = _stale_leaving_keys(ctx, tagged, current)
                 if stale:  # such rows change nothing: drop them before anything is written
                     kept = tagged.where(~F.col(RECORD_KEY).isin(stale)).persist()
                     tagged.unpersist()
                     tagged = kept
-                    touched, _, arriving_rows = summarize(tagged)
+                    summary = summarize(tagged)
+            touched = summary.touched
             spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
-            stats = []
-            if touched:
-                slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
-                merge = functools.partial(merge_task, slices, [f.name for f in data_schema.fields],
-                                          ctx.config.precombine_field, update_columns)
-                rows = (tagged.where(F.col(OLD_FILE_ID).isNotNull())
-                        .repartition(max(1, min(len(touched), 200)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
-                stats += run_write_job(rows, spec, task=merge)
-            inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, arriving_rows), data_schema), spec)
-            stats += inserted
+            slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
+            data_names = [f.name for f in data_schema.fields]
+            touched_bytes = sum(current[f].latest.size for f in touched)
+            if is_small(touched_bytes, summary.rows, stored_bytes_per_row(list(current.values())),
+                        ctx.file_sizing.small_write_bytes):
+                stats, inserted, index_files = _write_small(ctx, tagged, spec, slices, data_names, update_columns)
+            else:
+                stats, inserted = _write_large(ctx, tagged, spec, slices, data_names, update_columns, summary, data_schema)
+                index_files = None
             if not stats and data_schema == ctx.committed_schema():
                 return None  # nothing changed: no instant (the transaction rolls it back)
-            index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
-                                                                   removed=tombstones(tagged)))
+            if index_files is None:
+                index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
+                                                                       removed=tombstones(tagged)))
         finally:
             tagged.unpersist()
         ctx.commit(txn, operation, data_schema, stats, index_files)
     ctx.after_commit(build_missing_index=True)
     return txn.instant
+
+
+def _write_small(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
+                 data_names: List[str], update_columns: Optional[List[str]]) -> Tuple[List[WriteStat], List[WriteStat], List[str]]:
+    """(write stats, those of new file groups, index files): one task, one Spark job."""
+    task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns, spec)
+    rows = run_task_job(tagged.coalesce(1), task, SMALL_WRITE_DDL)
+    stats = [write_stat(r) for r in rows if r["entry_key"] is None]
+    entries = [r for r in rows if r["entry_key"] is not None]
+    index_files: List[str] = []
+    if entries and ctx.index.is_built():
+        entries.sort(key=lambda r: (r["entry_shard"], r["entry_key"]))
+        table = pa.table({"key": [r["entry_key"] for r in entries], "file_id": [r["file_id"] for r in entries],
+                          "deleted": [r["entry_deleted"] for r in entries],
+                          "shard": pa.array([r["entry_shard"] for r in entries], pa.int32())})
+        written = write_shards(ctx.storage.base_path, spec.instant, DELTA, iter(table.to_batches()))
+        index_files = sorted(p for out in written for p in out.column("path").to_pylist())
+    return stats, [s for s in stats if not s.prevCommit], index_files
+
+
+def _write_large(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
+                 data_names: List[str], update_columns: Optional[List[str]], summary: Summary,
+                 data_schema: T.StructType) -> Tuple[List[WriteStat], List[WriteStat]]:
+    """(write stats, those of new file groups): a task per touched file group, then the inserts."""
+    stats: List[WriteStat] = []
+    if slices:
+        merge = functools.partial(merge_task, slices, data_names, ctx.config.precombine_field, update_columns)
+        rows = (tagged.where(F.col(OLD_FILE_ID).isNotNull())
+                .repartition(max(1, min(len(slices), 200)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
+        stats += run_write_job(rows, spec, task=merge)
+    inserted = []
+    if summary.arriving:
+        inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, summary.arriving), data_schema), spec)
+    return stats + inserted, inserted
 
 
 def _keys_rejected_by(ctx: TableContext, tagged: DataFrame, current: Dict[str, FileGroup], predicates: Sequence[str],

@@ -62,6 +62,9 @@ class WriteSpec:
     prev_commits: Dict[str, str] = field(default_factory=dict)
     deletes_per_file_group: Dict[str, int] = field(default_factory=dict)
     rows_per_file: List[int] = field(default_factory=list)  # clustering: per clustering group
+    # Seqnos number a task's rows from here: a task that writes twice (a small upsert's merge,
+    # then its inserts) starts the second write after the first's rows.
+    first_row: int = 0
 
 
 def parquet_writer(sink, schema: pa.Schema, portable: bool = False) -> pq.ParquetWriter:
@@ -209,7 +212,7 @@ def _finish(spec: WriteSpec, task_partition: int, attempt: int, stats: List[dict
     if spec.speculative_task == task_partition and attempt == 0:
         _write_as_second_attempt(spec, stats)
     if stats:
-        yield pa.RecordBatch.from_pylist(stats, schema=_stats_arrow_schema())
+        yield pa.RecordBatch.from_pylist(stats, schema=stats_arrow_schema())
 
 
 def _write_as_second_attempt(spec: WriteSpec, stats: List[dict]) -> None:
@@ -236,7 +239,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     stats: List[dict] = []
     commit_time = pa.scalar(spec.instant, pa.string())
     current: Optional[_OpenBaseFile] = None
-    written = 0  # rows are numbered in the order they are written (see keygen)
+    written = spec.first_row  # rows are numbered in the order they are written (see keygen)
     try:
         for batch in batches:
             if batch.num_rows == 0:
@@ -296,7 +299,7 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
     storage = Storage(spec.base_path)
     stats: List[dict] = []
     commit_time = pa.scalar(spec.instant, pa.string())
-    written = 0
+    written = spec.first_row
     for new_slice in slices:
         out: Optional[_OpenBaseFile] = None
         try:
@@ -385,7 +388,7 @@ def write_empty_slice(spec: WriteSpec, partition: str, file_id: str, data_schema
 
 
 @functools.lru_cache(maxsize=1)
-def _stats_arrow_schema() -> pa.Schema:
+def stats_arrow_schema() -> pa.Schema:
     types = {"string": pa.string(), "long": pa.int64()}
     fields = [part.strip().split(" ") for part in STATS_DDL.split(",")]
     return pa.schema([pa.field(name, types[kind]) for name, kind in fields])
@@ -393,13 +396,17 @@ def _stats_arrow_schema() -> pa.Schema:
 
 def run_write_job(df, spec: WriteSpec, task=write_task) -> List[WriteStat]:
     """Run the write as one Spark job and return the successful task attempts' write stats."""
+    return [write_stat(r) for r in run_task_job(df, functools.partial(task, spec), STATS_DDL)]
+
+
+def run_task_job(df, task, ddl: str) -> List[dict]:
+    """The rows the successful attempts of `task` (over `df`'s partitions, in Arrow) return."""
     spark = df.sparkSession
     # Larger Arrow batches halve the transfer cost (10k rows is Spark's default). Set, not
     # restored: writes may run on several threads of one session.
     if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
-    rows = df.mapInArrow(functools.partial(task, spec), STATS_DDL).collect()
-    return [write_stat(r.asDict()) for r in rows]
+    return [r.asDict() for r in df.mapInArrow(task, ddl).collect()]
 
 
 def write_stat(r: dict) -> WriteStat:

@@ -1,0 +1,113 @@
+"""One benchmark command: every figure of the performance goals, each next to a peer measured in
+the same run, as a markdown table, a raw JSON log and PNG charts in benchmarks/results/.
+
+    .venv/bin/pip install -e '.[bench]'
+    .venv/bin/python benchmarks/run.py            # the default sizes: under 20 minutes on 2 cores
+    .venv/bin/python benchmarks/run.py --quick    # small sizes, no dbt demo: under 2 minutes
+    .venv/bin/python benchmarks/run.py --only appends merges
+
+Workloads: appends, merges (delta-rs, Spark full rewrite), scaling (upsert and index lookup
+against table size), overwrite (one partition), dbt (the demo against dbt-spark parquet, and
+start-up over many tables). All run in one local[2] session with hudilite's Spark settings;
+the peers use the same session (or, for dbt, the same settings).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import charts  # noqa: E402
+import dbt_runs  # noqa: E402
+from measure import markdown_table  # noqa: E402
+from workloads import QUICK, Scale, Workloads  # noqa: E402
+
+from dbt.adapters.hudilite.session import spark_session  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+ALL = ("appends", "merges", "scaling", "overwrite", "dbt")
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes and no dbt demo (under 2 minutes)")
+    parser.add_argument("--only", nargs="+", choices=ALL, default=list(ALL))
+    parser.add_argument("--rounds", type=int, help="measured rounds per comparison (default 3; quick 2)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every row count by this")
+    args = parser.parse_args()
+    scale = QUICK if args.quick else Scale()
+    if args.rounds:
+        scale.rounds = args.rounds
+    if args.scale != 1.0:
+        for name in ("wide_rows", "narrow_rows", "merge_rows", "overwrite_rows"):
+            setattr(scale, name, int(getattr(scale, name) * args.scale))
+        scale.scaling_rows = tuple(int(n * args.scale) for n in scale.scaling_rows)
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%MZ")
+    os.makedirs(RESULTS, exist_ok=True)
+    log_lines = []
+    started = time.perf_counter()
+
+    def log(line: str) -> None:
+        line = f"[{time.perf_counter() - started:7.1f}s] {line}"
+        log_lines.append(line)
+        print(line, flush=True)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's workers: this interpreter
+    spark = spark_session(conf={"spark.master": "local[2]", "spark.driver.memory": "8g"})
+    work = tempfile.mkdtemp(prefix="hudilite-bench-")
+    bench = Workloads(spark, work, scale, log)
+    try:
+        if "appends" in args.only:
+            bench.appends()
+            bench.auto_key_index()
+        if "merges" in args.only:
+            bench.merges()
+        if "scaling" in args.only:
+            bench.scaling()
+        if "overwrite" in args.only:
+            bench.overwrite()
+        if "dbt" in args.only:
+            if scale.startup_tables:
+                for result in dbt_runs.startup(spark, work, scale.startup_tables, log, scale.rounds):
+                    bench.add(result)
+            if scale.dbt_demo:
+                for result in dbt_runs.demo_builds(work, log):
+                    bench.add(result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    total = time.perf_counter() - started
+    head = (f"Benchmark run {stamp}, commit {commit()}, {'--quick' if args.quick else 'default sizes'}, "
+            f"local[2] on {os.cpu_count()} cores, {total / 60:.1f} min. Figures are medians of {scale.rounds} "
+            f"rounds (upserts into the delta-rs table: {scale.upsert_rounds}) with the order of the sides "
+            "reversed every round, after one warm-up round of each; peers ran in the same run.")
+    table = markdown_table(bench.results)
+    pictures = charts.draw(bench, RESULTS, stamp)
+    markdown = "\n\n".join([head, table] + [f"![{name}]({os.path.basename(path)})" for name, path in pictures])
+    with open(os.path.join(RESULTS, f"run-{stamp}.md"), "w") as f:
+        f.write(markdown + "\n")
+    with open(os.path.join(RESULTS, f"run-{stamp}.json"), "w") as f:
+        json.dump({"stamp": stamp, "commit": commit(), "args": vars(args), "scale": vars(scale),
+                   "results": [r.as_dict() for r in bench.results], "curves": bench.curves, "log": log_lines}, f, indent=1)
+    print("\n" + head + "\n\n" + table)
+    print(f"\nwritten: benchmarks/results/run-{stamp}.md, .json" + "".join(f", {os.path.basename(p)}" for _, p in pictures))
+
+
+if __name__ == "__main__":
+    main()
