@@ -278,7 +278,7 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
     the same rows, commit times, write stats and index, through moves, deletes, stale rows and
     duplicates; the small path runs two Spark jobs."""
     tables = {}
-    for name, limit in (("small", 64 << 20), ("large", 0)):
+    for name, limit in (("small", 32 << 20), ("large", 0)):
         table = HudiTable.create(spark, str(tmp_path / name), "customers", record_key="id", partition_by="region",
                                  precombine="version")
         table.file_sizing = FileSizing(small_write_bytes=limit)
@@ -301,6 +301,9 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
         table.delete(deleted)
     small, large = tables["small"], tables["large"]
     assert _snapshot(small) == _snapshot(large)
+    for table in tables.values():  # a commit's seqnos are unique (merge and insert number apart)
+        seqnos = [(r._hoodie_commit_time, r._hoodie_commit_seqno) for r in table.read().collect()]
+        assert len(seqnos) == len(set(seqnos))
     rows = {r[0]: r for r in _snapshot(small)[0]}
     assert rows[1][1:4] == ("in place", "r1", 6) and rows[2][1:3] == ("moved", "r9") and rows[3][1:3] == ("again3", "r0")
     assert rows[7][1:3] == ("n7", "r3") and rows[5][1] == "second" and not {4, 8, 100} & set(rows)

@@ -30,7 +30,8 @@ def test_a_layout_puts_named_meta_columns_first_and_refuses_a_producer_out_of_st
         INSERT_AUTO_KEYS.select(meta, [])  # one meta column too many
     with pytest.raises(ValueError, match="rewrite rows take meta columns"):
         REWRITE.select({RECORD_KEY: Col("k")}, [])
-    assert insert_layout(True) is INSERT_AUTO_KEYS and insert_layout(False) is INSERT
+    assert insert_layout(True, partitioned=True) is INSERT_AUTO_KEYS and insert_layout(False, partitioned=True) is INSERT
+    assert insert_layout(True, partitioned=False).meta == () and insert_layout(False, partitioned=False).meta == (RECORD_KEY,)
 
 
 def test_a_task_reads_columns_by_name_from_its_layout():
@@ -191,3 +192,12 @@ def test_a_delete_insert_conflicts_with_a_concurrent_insert_into_its_partitions(
     assert find_conflict(delete_insert, append_other_day) is None
     plain_append = CommitMetadata(operation="INSERT", write_stats=[stat("f7", "d=1")])
     assert find_conflict(plain_append, append_same_day) is None  # appends never conflict
+
+
+def test_seqnos_are_instant_task_and_row_for_any_run_of_rows():
+    from dbt.adapters.hudilite.table.keygen import seqno_array
+
+    for start, count in ((0, 0), (0, 1), (0, 1005), (95, 20), (999_995, 10), (8_589_934_590, 5)):
+        built = seqno_array("20261125080000123", 7, start, count)
+        assert built.type == pa.string()
+        assert built.to_pylist() == [f"20261125080000123_7_{row}" for row in range(start, start + count)]

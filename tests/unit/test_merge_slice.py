@@ -93,7 +93,8 @@ def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partitio
 
     rows = tagged_rows()
     arriving = rows.filter(arriving_mask(rows))
-    layout = insert_rows(arriving, ["id"])
+    assert insert_rows(arriving, ["id"], partitioned=False).column_names == ["_hoodie_record_key", "id"]
+    layout = insert_rows(arriving, ["id"], partitioned=True)
     assert layout.column_names == ["_hudilite_row_index", "_hoodie_record_key", "_hoodie_partition_path", "id"]
     assert layout.to_pylist() == [{"_hudilite_row_index": 0, "_hoodie_record_key": "b", "_hoodie_partition_path": "p2", "id": 2},
                                   {"_hudilite_row_index": 1, "_hoodie_record_key": "n", "_hoodie_partition_path": "p3", "id": 5}]
@@ -104,4 +105,5 @@ def test_an_upsert_is_small_by_the_bytes_it_rewrites_and_its_batch():
 
     assert is_small(touched_bytes=40 << 20, batch_rows=100_000, bytes_per_row=100, limit=64 << 20)
     assert not is_small(touched_bytes=60 << 20, batch_rows=100_000, bytes_per_row=100, limit=64 << 20)
-    assert not is_small(touched_bytes=0, batch_rows=1, bytes_per_row=100, limit=0)  # 0: always the parallel path
+    assert not is_small(touched_bytes=0, batch_rows=0, bytes_per_row=100, limit=0)  # 0: always the parallel path
+    assert not is_small(touched_bytes=0, batch_rows=10, bytes_per_row=None, limit=64 << 20)  # nothing stored to size by

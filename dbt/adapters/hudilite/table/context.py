@@ -388,11 +388,12 @@ class TableContext:
     def rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
         """`df` in the insert layout (`rows.insert_layout`): data columns in table order and types."""
         typed = self.typed(df, data_schema)
-        meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: self.partition_column(data_schema)}
+        partitioned = bool(self.config.partition_fields)
+        meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: self.partition_column(data_schema)} if partitioned else {}
         if not self.config.auto_keys:
             meta[RECORD_KEY] = self.key_column(data_schema)
         data = [F.col(quote(f.name)) for f in data_schema.fields]
-        out = typed.select(*insert_layout(self.config.auto_keys).select(meta, data))
+        out = typed.select(*insert_layout(self.config.auto_keys, partitioned).select(meta, data))
         # Tasks write one file group per partition path they meet: group their rows.
         return out.sortWithinPartitions(PARTITION_PATH, ROW_INDEX) if self.config.partition_fields else out
 

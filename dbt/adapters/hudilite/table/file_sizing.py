@@ -27,8 +27,9 @@ class FileSizing:
     small_file_limit: int = 100 * MB  # a base file below this many bytes takes new rows (0: never)
     max_file_size: int = 120 * MB  # ... until it would reach this many
     # An upsert whose rewritten file groups and batch come to at most this many bytes on disk
-    # runs in one task (`upsert.small_write_task`); 0: always a task per file group.
-    small_write_bytes: int = 64 * MB
+    # runs in one task (`upsert.small_write_task`); 0: always a task per file group. In Arrow
+    # the task holds several times that: kept modest for small executors.
+    small_write_bytes: int = 32 * MB
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@
   low 33 bits of `monotonically_increasing_id()`), so the numbering is deterministic when a
   task reruns over the same input, and each file group a task writes holds one run of
   consecutive rows: the auto-key index stores such runs (`key_ranges.py`). The Python writer
-  builds the key strings with vectorized Arrow kernels (`seqno_array`); no string crosses
+  builds the key strings in numpy (`seqno_array`); no string crosses
   from the JVM.
 - `_hoodie_commit_seqno` uses the same `<instant>_<task partition>_<row>` shape for every write.
 """
@@ -18,7 +18,6 @@ from typing import List, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -37,13 +36,33 @@ def task_row_index() -> Column:
     return F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS))
 
 
-def row_numbers(start: int, count: int) -> pa.Array:
-    return pa.array(np.arange(start, start + count, dtype=np.int64))
+def seqno_array(instant: str, task_partition: int, start: int, count: int) -> pa.Array:
+    """`<instant>_<task partition>_<row>` for the rows `start` to `start + count - 1`.
 
-
-def seqno_array(instant: str, task_partition: int, row_index: pa.Array) -> pa.Array:
-    """`<instant>_<task partition>_<row index>` for each row index."""
-    return pc.binary_join_element_wise(f"{instant}_{task_partition}_", pc.cast(row_index, pa.string()), "")
+    Built as bytes in numpy, about ten times faster than joining cast numbers (a key per row
+    is much of an append's cost): consecutive rows with the same number of digits form a block
+    of fixed-width strings, written column by column."""
+    prefix = np.frombuffer(f"{instant}_{task_partition}_".encode(), np.uint8)
+    blocks, widths = [], []
+    row, end = start, start + count
+    while row < end:
+        digits = len(str(row))
+        block_end = min(end, 10 ** digits)
+        width = len(prefix) + digits
+        block = np.empty((block_end - row, width), np.uint8)
+        block[:, : len(prefix)] = prefix
+        numbers = np.arange(row, block_end, dtype=np.int64)
+        for place in range(digits):
+            block[:, width - 1 - place] = numbers // 10 ** place % 10 + ord("0")
+        blocks.append(block.ravel())
+        widths.append(np.full(block_end - row, width, np.int64))
+        row = block_end
+    offsets = np.zeros(count + 1, np.int64)
+    if count:
+        np.cumsum(np.concatenate(widths), out=offsets[1:])
+    data = np.concatenate(blocks) if blocks else np.empty(0, np.uint8)
+    strings = pa.LargeStringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+    return strings.cast(pa.string())  # the writers' schema; fails loudly past 2 GB in one call
 
 
 def record_key(fields: Sequence[str], table: str, field_prefixed: bool) -> Column:

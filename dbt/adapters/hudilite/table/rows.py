@@ -2,8 +2,10 @@
 table order. Every producer builds its rows with `RowLayout.select` and every task reads them
 with `RowLayout.meta_column` / `RowLayout.data`, so a new meta column is added here once.
 
-- `INSERT` / `INSERT_AUTO_KEYS` (new file groups): the row's index in its task (it numbers
-  seqnos and auto keys), the record key unless it is auto-generated, the partition path.
+- `INSERT` / `INSERT_AUTO_KEYS` (new file groups): the row's index in its task (with the
+  partition path, the sort that groups a task's rows by partition keeps their input order), the
+  record key unless it is auto-generated, the partition path. An unpartitioned table's rows
+  need no sort and carry neither (`*_UNPARTITIONED`): less to move from the JVM per row.
 - `REWRITE` (new slices of existing file groups, rows grouped by file group): the fileId,
   the commit time and seqno (null for a changed row, which gets this instant's), the record
   key, the partition path.
@@ -60,10 +62,14 @@ class RowLayout:
 
 INSERT = RowLayout("insert", (ROW_INDEX, RECORD_KEY, PARTITION_PATH))
 INSERT_AUTO_KEYS = RowLayout("insert with auto keys", (ROW_INDEX, PARTITION_PATH))
+INSERT_UNPARTITIONED = RowLayout("insert, unpartitioned", (RECORD_KEY,))
+INSERT_AUTO_KEYS_UNPARTITIONED = RowLayout("insert with auto keys, unpartitioned", ())
 SLICE = RowLayout("slice", (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH))
 REWRITE = RowLayout("rewrite", (FILE_ID,) + SLICE.meta)
 CLUSTER_ROWS = RowLayout("cluster", (CLUSTER_GROUP,) + SLICE.meta)
 
 
-def insert_layout(auto_keys: bool) -> RowLayout:
-    return INSERT_AUTO_KEYS if auto_keys else INSERT
+def insert_layout(auto_keys: bool, partitioned: bool) -> RowLayout:
+    if partitioned:
+        return INSERT_AUTO_KEYS if auto_keys else INSERT
+    return INSERT_AUTO_KEYS_UNPARTITIONED if auto_keys else INSERT_UNPARTITIONED

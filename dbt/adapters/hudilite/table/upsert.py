@@ -16,8 +16,8 @@
    keys.
 
 A small upsert (the file groups it rewrites and its batch under `small_write_bytes` on disk)
-does 3 to 5 in one task (`small_write_task`): two Spark jobs in all, the tag and the write.
-Larger ones keep a task per touched file group.
+does 3 to 5 in one task (`small_write_task`), one Spark job after the tagging. Larger ones
+keep a task per touched file group.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from .index import IndexChange
 from .index_files import DELTA
 from .instant import COMMIT
 from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, latest_entries, live_holders, write_shards
-from .rows import INSERT, SLICE
+from .rows import ROW_INDEX, SLICE, insert_layout
 from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
@@ -180,15 +180,17 @@ def summary_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             .select(["file_id", "leaving", "duplicate", "arriving", "rows"]).to_batches()
 
 
-def is_small(touched_bytes: int, batch_rows: int, bytes_per_row: int, limit: int) -> bool:
+def is_small(touched_bytes: int, batch_rows: int, bytes_per_row: Optional[int], limit: int) -> bool:
     """Whether an upsert is small enough for one task: the on-disk bytes of the file groups it
-    rewrites plus its batch at the table's bytes per stored row."""
-    return touched_bytes + batch_rows * bytes_per_row <= limit
+    rewrites plus its batch at the table's bytes per stored row. Without stored rows to size
+    the batch by (a first build, stats without sizes) it is not: a first build may be large."""
+    return limit > 0 and bytes_per_row is not None and touched_bytes + batch_rows * bytes_per_row <= limit
 
 
-def stored_bytes_per_row(groups: Sequence[FileGroup]) -> int:
+def stored_bytes_per_row(groups: Sequence[FileGroup]) -> Optional[int]:
     rows = sum(g.latest.num_records for g in groups)
-    return max(1, sum(g.latest.size for g in groups) // rows) if rows else 100
+    size = sum(g.latest.size for g in groups)
+    return max(1, size // rows) if rows and size else None
 
 
 def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names: Sequence[str],
@@ -256,21 +258,26 @@ def arriving_mask(rows: pa.Table) -> pa.Array:
     return pc.and_(pc.invert(rows.column(IS_DELETED)), pc.or_(pc.is_null(rows.column(OLD_FILE_ID)), moved))
 
 
-def insert_rows(rows: pa.Table, data_names: Sequence[str]) -> pa.Table:
-    """New-file-group rows in the insert layout (`rows.INSERT`), grouped by partition path."""
+def insert_rows(rows: pa.Table, data_names: Sequence[str], partitioned: bool) -> pa.Table:
+    """New-file-group rows in the keyed insert layout (`rows.insert_layout`), grouped by
+    partition path."""
     rows = rows.sort_by([(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")])
-    meta = [pa.array(range(rows.num_rows), pa.int64()), rows.column(RECORD_KEY), rows.column(PARTITION_PATH)]
-    return pa.table(meta + [rows.column(c) for c in data_names], names=list(INSERT.meta) + list(data_names))
+    layout = insert_layout(auto_keys=False, partitioned=partitioned)
+    meta = {ROW_INDEX: pa.array(range(rows.num_rows), pa.int64()), RECORD_KEY: rows.column(RECORD_KEY),
+            PARTITION_PATH: rows.column(PARTITION_PATH)}
+    return pa.table([meta[n] for n in layout.meta] + [rows.column(c) for c in data_names],
+                    names=list(layout.meta) + list(data_names))
 
 
 def small_write_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
-                     update_columns: Optional[List[str]], spec: WriteSpec,
+                     update_columns: Optional[List[str]], index_built: bool, spec: WriteSpec,
                      batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side, a small upsert in one task: the touched file groups merged (`merge_task`),
     then the new keys written to new file groups (`write_task`, seqnos numbered on from the
-    merge's). Returns the write stats and the instant's index entries: the new file groups'
-    keys (read back from their files) and tombstones of deleted keys. The driver writes the
-    index delta from the entries of the attempt it takes (a speculative twin's differ)."""
+    merge's). Returns the write stats and, once the index is built, the instant's index
+    entries: the new file groups' keys (read back from their files) and tombstones of deleted
+    keys. The driver writes the index delta from the entries of the attempt it takes (a
+    speculative twin's differ)."""
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
@@ -285,14 +292,19 @@ def small_write_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], 
     inserted: List[dict] = []
     if arriving.num_rows:
         then = dataclasses.replace(spec, first_row=sum(s["num_writes"] for s in stats))
-        for out in write_task(then, iter(insert_rows(arriving, data_names).to_batches(ARROW_BATCH_ROWS))):
+        layout = insert_rows(arriving, data_names, spec.partitioned)
+        for out in write_task(then, iter(layout.to_batches(ARROW_BATCH_ROWS))):
             inserted += out.to_pylist()
-    entries = _index_entries(rows, inserted, Storage(spec.base_path))
-    result = [dict(s, entry_key=None, entry_deleted=None, entry_shard=None) for s in stats + inserted]
-    result += [{"file_id": f, "entry_key": k, "entry_deleted": d, "entry_shard": n}
-               for k, f, d, n in zip(*(entries.column(c).to_pylist() for c in ("key", "file_id", "deleted", "shard")))]
-    if result:
-        yield pa.RecordBatch.from_pylist(result, schema=_small_result())
+    schema = _small_result()
+    if stats or inserted:
+        written = [dict(s, entry_key=None, entry_deleted=None, entry_shard=None) for s in stats + inserted]
+        yield pa.RecordBatch.from_pylist(written, schema=schema)
+    if index_built:
+        entries = _index_entries(rows, inserted, Storage(spec.base_path))
+        columns = {"file_id": entries.column("file_id"), "entry_key": entries.column("key"),
+                   "entry_deleted": entries.column("deleted"), "entry_shard": entries.column("shard")}
+        yield from pa.table([columns.get(f.name, pa.nulls(entries.num_rows, f.type)) for f in schema],
+                            schema=schema).to_batches(ARROW_BATCH_ROWS)
 
 
 def _index_entries(rows: pa.Table, inserted: List[dict], storage: Storage) -> pa.Table:
@@ -407,17 +419,19 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
 def _write_small(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
                  data_names: List[str], update_columns: Optional[List[str]]) -> Tuple[List[WriteStat], List[WriteStat], List[str]]:
     """(write stats, those of new file groups, index files): one task, one Spark job."""
-    task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns, spec)
-    rows = run_task_job(tagged.coalesce(1), task, SMALL_WRITE_DDL)
-    stats = [write_stat(r) for r in rows if r["entry_key"] is None]
-    entries = [r for r in rows if r["entry_key"] is not None]
+    built = ctx.index.is_built()
+    task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns,
+                             built, spec)
+    rows = run_task_job(tagged.coalesce(1), task, SMALL_WRITE_DDL, _small_result())
+    is_entry = pc.is_valid(rows.column("entry_key"))
+    stats = [write_stat(r) for r in rows.filter(pc.invert(is_entry)).to_pylist()]
     index_files: List[str] = []
-    if entries and ctx.index.is_built():
-        entries.sort(key=lambda r: (r["entry_shard"], r["entry_key"]))
-        table = pa.table({"key": [r["entry_key"] for r in entries], "file_id": [r["file_id"] for r in entries],
-                          "deleted": [r["entry_deleted"] for r in entries],
-                          "shard": pa.array([r["entry_shard"] for r in entries], pa.int32())})
-        written = write_shards(ctx.storage.base_path, spec.instant, DELTA, iter(table.to_batches()))
+    if built:
+        entries = rows.filter(is_entry)
+        entries = pa.table({"key": entries.column("entry_key"), "file_id": entries.column("file_id"),
+                            "deleted": entries.column("entry_deleted"), "shard": entries.column("entry_shard")})
+        entries = entries.sort_by([("shard", "ascending"), ("key", "ascending")])
+        written = write_shards(ctx.storage.base_path, spec.instant, DELTA, iter(entries.to_batches()))
         index_files = sorted(p for out in written for p in out.column("path").to_pylist())
     return stats, [s for s in stats if not s.prevCommit], index_files
 
@@ -433,8 +447,9 @@ def _write_large(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: 
                 .repartition(max(1, min(len(slices), 200)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
         stats += run_write_job(rows, spec, task=merge)
     inserted = []
-    if summary.arriving:
-        inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, summary.arriving), data_schema), spec)
+    if summary.arriving:  # its tasks number seqnos after the merge job's (task partitions)
+        then = dataclasses.replace(spec, seqno_task_offset=max(1, min(len(slices), 200)) if slices else 0)
+        inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, summary.arriving), data_schema), then)
     return stats + inserted, inserted
 
 

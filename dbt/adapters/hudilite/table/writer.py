@@ -26,7 +26,7 @@ from .bloom import FileKeys
 from .file_sizing import TopUp
 from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
-from .keygen import row_numbers, seqno_array
+from .keygen import seqno_array
 from .layout import TMP_DIR, marker_path, partition_metadata_path
 from .rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, insert_layout
 from .schema import COMMIT_SEQNO, COMMIT_TIME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
@@ -65,6 +65,8 @@ class WriteSpec:
     # Seqnos number a task's rows from here: a task that writes twice (a small upsert's merge,
     # then its inserts) starts the second write after the first's rows.
     first_row: int = 0
+    # ... and a job that writes after another in one commit numbers its tasks after that one's.
+    seqno_task_offset: int = 0
 
 
 def parquet_writer(sink, schema: pa.Schema, portable: bool = False) -> pq.ParquetWriter:
@@ -233,11 +235,12 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     first into the small file group the spec offers this task there (a new slice of it, up to
     its room), then into new file groups, rolled over at the size limit."""
     task_partition, attempt, token = _task_context(spec)
-    layout = insert_layout(spec.auto_keys)
+    layout = insert_layout(spec.auto_keys, spec.partitioned)
     storage = Storage(spec.base_path)
     top_ups = {p: offered[task_partition] for p, offered in spec.top_ups.items() if task_partition < len(offered)}
     stats: List[dict] = []
     commit_time = pa.scalar(spec.instant, pa.string())
+    no_partition = pa.scalar("", pa.string())
     current: Optional[_OpenBaseFile] = None
     written = spec.first_row  # rows are numbered in the order they are written (see keygen)
     try:
@@ -256,11 +259,11 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                                                    top_ups.pop(partition, None))
                     rows = run if current.room is None else run.slice(0, current.room)
                     run = run.slice(rows.num_rows)
-                    seqno = seqno_array(spec.instant, task_partition, row_numbers(written, rows.num_rows))
+                    seqno = seqno_array(spec.instant, task_partition + spec.seqno_task_offset, written, rows.num_rows)
                     written += rows.num_rows
                     key = seqno if spec.auto_keys else layout.meta_column(rows, RECORD_KEY)
-                    current.add(pa.repeat(commit_time, rows.num_rows), seqno, key,
-                                layout.meta_column(rows, PARTITION_PATH), layout.data(rows), rows.num_rows)
+                    paths = layout.meta_column(rows, PARTITION_PATH) if spec.partitioned else pa.repeat(no_partition, rows.num_rows)
+                    current.add(pa.repeat(commit_time, rows.num_rows), seqno, key, paths, layout.data(rows), rows.num_rows)
         if current is not None:
             _close_into(stats, current)
             current = None
@@ -310,7 +313,7 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
                                         new_slice.file_id, spec.prev_commits[new_slice.file_id], new_slice.deletes)
                 stored_time = SLICE.meta_column(rows, COMMIT_TIME)
                 changed = pc.is_null(stored_time)
-                seqno = seqno_array(spec.instant, task_partition, row_numbers(written, rows.num_rows))
+                seqno = seqno_array(spec.instant, task_partition, written, rows.num_rows)
                 written += rows.num_rows
                 out.add(pc.if_else(changed, commit_time, stored_time),
                         pc.if_else(changed, seqno, SLICE.meta_column(rows, COMMIT_SEQNO)),
@@ -399,14 +402,19 @@ def run_write_job(df, spec: WriteSpec, task=write_task) -> List[WriteStat]:
     return [write_stat(r) for r in run_task_job(df, functools.partial(task, spec), STATS_DDL)]
 
 
-def run_task_job(df, task, ddl: str) -> List[dict]:
-    """The rows the successful attempts of `task` (over `df`'s partitions, in Arrow) return."""
+def run_task_job(df, task, ddl: str, arrow_schema: Optional[pa.Schema] = None):
+    """The rows the successful attempts of `task` (over `df`'s partitions, in Arrow) return:
+    dicts, or with `arrow_schema` (the DDL's) one Arrow table."""
     spark = df.sparkSession
     # Larger Arrow batches halve the transfer cost (10k rows is Spark's default). Set, not
     # restored: writes may run on several threads of one session.
     if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
-    return [r.asDict() for r in df.mapInArrow(task, ddl).collect()]
+    out = df.mapInArrow(task, ddl)
+    if arrow_schema is not None and hasattr(out, "toArrow"):  # pyspark 4
+        return out.toArrow().cast(arrow_schema)
+    rows = [r.asDict() for r in out.collect()]
+    return rows if arrow_schema is None else pa.Table.from_pylist(rows, schema=arrow_schema)
 
 
 def write_stat(r: dict) -> WriteStat:
