@@ -29,7 +29,7 @@ def draw(bench, folder: str, stamp: str) -> List[Tuple[str, str]]:
             and ("append" in r.operation or "upsert" in r.operation or "insert_overwrite" in r.operation)
             and "vs into" not in r.operation]
     if bars:
-        fig, ax = plt.subplots(figsize=(8, 0.6 * len(bars) + 1.5))
+        fig, ax = plt.subplots(figsize=(10, 0.8 * len(bars) + 1.5))
         labels = [_short(r.operation) + f"\nvs {r.peer.name}" for r in bars]
         y = range(len(bars))
         ax.barh([i + 0.2 for i in y], [r.ours_figure for r in bars], height=0.4, label="hudilite")
@@ -45,7 +45,9 @@ def draw(bench, folder: str, stamp: str) -> List[Tuple[str, str]]:
 
 
 def _short(operation: str) -> str:
-    return operation if len(operation) <= 60 else operation[:57] + "..."
+    import textwrap
+
+    return "\n".join(textwrap.wrap(operation, 48)[:2])
 
 
 def _save(fig, folder: str, name: str) -> str:
