@@ -201,3 +201,13 @@ def test_seqnos_are_instant_task_and_row_for_any_run_of_rows():
         built = seqno_array("20261125080000123", 7, start, count)
         assert built.type == pa.string()
         assert built.to_pylist() == [f"20261125080000123_7_{row}" for row in range(start, start + count)]
+
+
+def test_a_repeated_value_is_sliced_from_one_array_per_value():
+    from dbt.adapters.hudilite.table.writer import repeated
+
+    for n in (0, 1, 1023, 1025, 100_000):
+        column = repeated("f1_0-1-0_20261125.parquet", n)
+        assert len(column) == n and column.type == pa.string()
+        assert column.to_pylist() == ["f1_0-1-0_20261125.parquet"] * n
+    assert repeated("x", 3).buffers()[2] is not None and repeated("", 2).to_pylist() == ["", ""]

@@ -69,6 +69,17 @@ class WriteSpec:
     seqno_task_offset: int = 0
 
 
+def repeated(value: str, n: int) -> pa.Array:
+    """`value` n times: a slice of an array built once per value (`pa.repeat` copies the value
+    for every row of every batch, a large part of a narrow append's cost)."""
+    return _repeated(value, max(1024, 1 << max(0, n - 1).bit_length())).slice(0, n)
+
+
+@functools.lru_cache(maxsize=8)
+def _repeated(value: str, n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
 def parquet_writer(sink, schema: pa.Schema, portable: bool = False) -> pq.ParquetWriter:
     if portable:  # what every Parquet reader reads (properties.PORTABLE)
         return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=True, write_statistics=True)
@@ -99,7 +110,7 @@ class _OpenBaseFile:
         self.path = relative_file_path(partition, self.name)
         meta = [pa.field(name, pa.string()) for name in META_COLUMNS]
         self.schema = pa.schema(meta + data_fields)
-        self.file_name_value = pa.scalar(self.name, pa.string())
+
         _ensure_partition_metadata(storage, partition, spec)
         storage.write_bytes(marker_path(spec.instant, self.path), b"")  # before the file: rollback finds it
         self.sink = storage.open_output(self.path)
@@ -119,7 +130,7 @@ class _OpenBaseFile:
         if len(key) == 0:  # an emptied file group's slice: no row group at all
             return
         batch = pa.RecordBatch.from_arrays(
-            [commit_time, seqno, key, partition, pa.repeat(self.file_name_value, len(key))] + data, schema=self.schema
+            [commit_time, seqno, key, partition, repeated(self.name, len(key))] + data, schema=self.schema
         )
         if self.keys is not None:
             self.keys.add(key)
@@ -239,8 +250,6 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     storage = Storage(spec.base_path)
     top_ups = {p: offered[task_partition] for p, offered in spec.top_ups.items() if task_partition < len(offered)}
     stats: List[dict] = []
-    commit_time = pa.scalar(spec.instant, pa.string())
-    no_partition = pa.scalar("", pa.string())
     current: Optional[_OpenBaseFile] = None
     written = spec.first_row  # rows are numbered in the order they are written (see keygen)
     try:
@@ -262,8 +271,8 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                     seqno = seqno_array(spec.instant, task_partition + spec.seqno_task_offset, written, rows.num_rows)
                     written += rows.num_rows
                     key = seqno if spec.auto_keys else layout.meta_column(rows, RECORD_KEY)
-                    paths = layout.meta_column(rows, PARTITION_PATH) if spec.partitioned else pa.repeat(no_partition, rows.num_rows)
-                    current.add(pa.repeat(commit_time, rows.num_rows), seqno, key, paths, layout.data(rows), rows.num_rows)
+                    paths = layout.meta_column(rows, PARTITION_PATH) if spec.partitioned else repeated("", rows.num_rows)
+                    current.add(repeated(spec.instant, rows.num_rows), seqno, key, paths, layout.data(rows), rows.num_rows)
         if current is not None:
             _close_into(stats, current)
             current = None
