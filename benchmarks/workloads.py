@@ -200,6 +200,8 @@ class Workloads:
                 seed = 1_000 + r if kind == "random" else r + 2
                 ids = update_ids(n, size, seed) if kind == "random" else batch_ids(n, size, seed, 2, days)
                 df = batch_frame(self.spark, ids, n, days, version=r + 10)
+                for earlier, _ in batches.values():  # only the current round's batch stays cached
+                    earlier.unpersist()
                 batches.clear()
                 batches[(kind, r)] = (df, df.toArrow())
             return batches[(kind, r)]
@@ -239,7 +241,6 @@ class Workloads:
         operation = f"upsert {size:,} random updates spread over every partition into {n:,} rows"
         self.add(Result(operation, sides["hudilite"], sides["delta-rs MERGE"], 1.0))
         self.add(Result(operation, sides["hudilite"], sides["Spark full-rewrite merge (parquet)"], 0.5))
-        self.merge_bars = {name: side.median for name, side in sides.items()}
 
     def scaling(self) -> None:
         size, days = self.scale.batch, 50

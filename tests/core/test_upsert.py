@@ -336,3 +336,15 @@ def test_a_retried_small_upsert_task_leaves_one_copy(spark, tmp_path):
         [(i, "x") for i in range(20) if i != 1] + [(1, "y"), (50, "new")])
     assert table.validate() == []
     assert_hudi_rs_agrees(table)
+
+
+def test_seqnos_of_an_upsert_on_the_parallel_path_are_unique(spark, tmp_path):
+    """The merge job and the insert job of one commit both have a task 0: the inserts number
+    their tasks after the merge's, so no two rows of the commit share a seqno."""
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.file_sizing = FileSizing(small_write_bytes=0)
+    table.insert(customers(spark, [(i, "old", f"r{i % 40}", 1) for i in range(80)]))
+    instant = table.upsert(customers(spark, [(i, "new", f"r{i % 40}", 2) for i in range(120)]))  # all changed, 40 new
+    seqnos = [r._hoodie_commit_seqno for r in table.read().collect() if r._hoodie_commit_time == instant]
+    assert len(seqnos) == 120 and len(set(seqnos)) == 120
+    assert table.validate() == []

@@ -395,7 +395,7 @@ class TableContext:
         data = [F.col(quote(f.name)) for f in data_schema.fields]
         out = typed.select(*insert_layout(self.config.auto_keys, partitioned).select(meta, data))
         # Tasks write one file group per partition path they meet: group their rows.
-        return out.sortWithinPartitions(PARTITION_PATH, ROW_INDEX) if self.config.partition_fields else out
+        return out.sortWithinPartitions(PARTITION_PATH, ROW_INDEX) if partitioned else out
 
     def check_new_keys(self, instant: str, stats: List[WriteStat], replaced: Set[str], view: FileSystemView) -> None:
         """Refuse new rows whose record keys repeat, or that the table holds outside the file

@@ -27,7 +27,7 @@ from .index import IndexChange, file_id_of
 from .instant import COMMIT
 from .rows import FILE_ID, REWRITE
 from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, quote
-from .writer import rewrite_task, run_write_job, write_empty_slice, write_stat
+from .writer import rewrite_task, rewrite_tasks, run_write_job, write_empty_slice, write_stat
 
 MATCHED = "_hudilite_matched"
 Marker = Callable[[DataFrame], DataFrame]
@@ -144,7 +144,7 @@ def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Option
             COMMIT_SEQNO: F.when(changed, null).otherwise(F.col(COMMIT_SEQNO)),
             RECORD_KEY: F.col(RECORD_KEY), PARTITION_PATH: F.col(PARTITION_PATH)}
     out = _analysed(lambda: rows.select(*REWRITE.select(meta, data)), table, "update set " + ", ".join(f"{name} = {text}" for name, text, _ in (assignments or {}).values()))
-    return out.repartition(max(1, min(num_file_groups, 200)), FILE_ID).sortWithinPartitions(FILE_ID, RECORD_KEY)
+    return out.repartition(rewrite_tasks(num_file_groups), FILE_ID).sortWithinPartitions(FILE_ID, RECORD_KEY)
 
 
 def deleted_entries(matched: DataFrame) -> DataFrame:

@@ -46,8 +46,8 @@ from .rows import ROW_INDEX, SLICE, insert_layout
 from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
-from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, stats_arrow_schema, grouped_by_file_group,
-                     run_task_job, run_write_job, write_slices, write_stat, write_task)
+from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, grouped_by_file_group,
+                     rewrite_tasks, run_task_job, run_write_job, write_slices, write_stat, write_task)
 
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
@@ -167,17 +167,13 @@ def summary_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if not batch.num_rows:
             continue
         rows = pa.Table.from_batches([batch])
-        holder = rows.column(OLD_FILE_ID)
-        leaving = pc.and_(pc.is_valid(holder), pc.or_(rows.column(IS_DELETED),
-                          pc.fill_null(pc.not_equal(rows.column(PARTITION_PATH), rows.column(OLD_PARTITION)), False)))
-        parts = pa.table({"file_id": holder, "leaving": pc.cast(leaving, pa.int64()),
-                          "duplicate": pc.if_else(pc.fill_null(rows.column(DUPLICATE), False), rows.column(RECORD_KEY),
-                                                  pa.scalar(None, pa.string())),
-                          "arriving": pc.cast(arriving_mask(rows), pa.int64()), "rows": pa.repeat(pa.scalar(1), rows.num_rows)})
+        duplicate = pc.if_else(rows.column(DUPLICATE), rows.column(RECORD_KEY), pa.scalar(None, pa.string()))
+        parts = pa.table({"file_id": rows.column(OLD_FILE_ID), "leaving": pc.cast(leaving_mask(rows), pa.int64()),
+                          "duplicate": duplicate, "arriving": pc.cast(arriving_mask(rows), pa.int64())})
         summed = parts.group_by("file_id").aggregate([("leaving", "sum"), ("duplicate", "min"), ("arriving", "sum"),
-                                                      ("rows", "sum")])
-        yield from summed.rename_columns([c.rsplit("_", 1)[0] if c != "file_id" else c for c in summed.column_names]) \
-            .select(["file_id", "leaving", "duplicate", "arriving", "rows"]).to_batches()
+                                                      ([], "count_all")])
+        yield from summed.select(["file_id", "leaving_sum", "duplicate_min", "arriving_sum", "count_all"]) \
+            .rename_columns(["file_id", "leaving", "duplicate", "arriving", "rows"]).to_batches()
 
 
 def is_small(touched_bytes: int, batch_rows: int, bytes_per_row: Optional[int], limit: int) -> bool:
@@ -252,6 +248,12 @@ def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precom
 SMALL_WRITE_DDL = STATS_DDL + ", entry_key string, entry_deleted boolean, entry_shard int"
 
 
+def leaving_mask(rows: pa.Table) -> pa.Array:
+    """`is_leaving` of rows with a stored row, in Arrow."""
+    moved = pc.fill_null(pc.not_equal(rows.column(PARTITION_PATH), rows.column(OLD_PARTITION)), False)
+    return pc.and_(pc.is_valid(rows.column(OLD_FILE_ID)), pc.or_(rows.column(IS_DELETED), moved))
+
+
 def arriving_mask(rows: pa.Table) -> pa.Array:
     """`is_arriving` in Arrow."""
     moved = pc.fill_null(pc.not_equal(rows.column(PARTITION_PATH), rows.column(OLD_PARTITION)), True)
@@ -323,10 +325,8 @@ def _index_entries(rows: pa.Table, inserted: List[dict], storage: Storage) -> pa
     return entries.append_column("shard", rows.column(SHARD).take(at))
 
 
-@functools.lru_cache(maxsize=1)
 def _small_result() -> pa.Schema:
-    return pa.schema(list(stats_arrow_schema()) + [pa.field("entry_key", pa.string()), pa.field("entry_deleted", pa.bool_()),
-                                                    pa.field("entry_shard", pa.int32())])
+    return arrow_schema_of(SMALL_WRITE_DDL)
 
 
 # Up to this many new rows go to one file group per partition (one task per partition path)
@@ -422,7 +422,7 @@ def _write_small(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: 
     built = ctx.index.is_built()
     task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns,
                              built, spec)
-    rows = run_task_job(tagged.coalesce(1), task, SMALL_WRITE_DDL, _small_result())
+    rows = run_task_job(tagged.coalesce(1), task, SMALL_WRITE_DDL, as_arrow=True)
     is_entry = pc.is_valid(rows.column("entry_key"))
     stats = [write_stat(r) for r in rows.filter(pc.invert(is_entry)).to_pylist()]
     index_files: List[str] = []
@@ -444,12 +444,12 @@ def _write_large(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: 
     if slices:
         merge = functools.partial(merge_task, slices, data_names, ctx.config.precombine_field, update_columns)
         rows = (tagged.where(F.col(OLD_FILE_ID).isNotNull())
-                .repartition(max(1, min(len(slices), 200)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
+                .repartition(rewrite_tasks(len(slices)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
         stats += run_write_job(rows, spec, task=merge)
     inserted = []
-    if summary.arriving:  # its tasks number seqnos after the merge job's (task partitions)
-        then = dataclasses.replace(spec, seqno_task_offset=max(1, min(len(slices), 200)) if slices else 0)
-        inserted = run_write_job(ctx.rows_for_writer(new_rows(tagged, data_schema, summary.arriving), data_schema), then)
+    if summary.arriving:
+        rows = ctx.rows_for_writer(new_rows(tagged, data_schema, summary.arriving), data_schema)
+        inserted = run_write_job(rows, spec.after_rewrite(len(slices)))
     return stats + inserted, inserted
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
@@ -65,8 +65,23 @@ class WriteSpec:
     # Seqnos number a task's rows from here: a task that writes twice (a small upsert's merge,
     # then its inserts) starts the second write after the first's rows.
     first_row: int = 0
-    # ... and a job that writes after another in one commit numbers its tasks after that one's.
+    # ... and a job that writes after another in one commit numbers its tasks after that one's
+    # (`after_rewrite`): a seqno is unique within its commit.
     seqno_task_offset: int = 0
+
+    def after_rewrite(self, num_file_groups: int) -> "WriteSpec":
+        """This spec for a job that writes after a rewrite of `num_file_groups` file groups in
+        the same commit, whose changed rows took new seqnos (an upsert's inserts; a
+        delete+insert's rewrite only deletes, so its changed rows keep theirs)."""
+        return replace(self, seqno_task_offset=rewrite_tasks(num_file_groups) if num_file_groups else 0)
+
+
+MAX_REWRITE_TASKS = 200
+
+
+def rewrite_tasks(num_file_groups: int) -> int:
+    """The tasks of a job rewriting file groups: one per group, at most MAX_REWRITE_TASKS."""
+    return max(1, min(num_file_groups, MAX_REWRITE_TASKS))
 
 
 def repeated(value: str, n: int) -> pa.Array:
@@ -110,7 +125,6 @@ class _OpenBaseFile:
         self.path = relative_file_path(partition, self.name)
         meta = [pa.field(name, pa.string()) for name in META_COLUMNS]
         self.schema = pa.schema(meta + data_fields)
-
         _ensure_partition_metadata(storage, partition, spec)
         storage.write_bytes(marker_path(spec.instant, self.path), b"")  # before the file: rollback finds it
         self.sink = storage.open_output(self.path)
@@ -399,10 +413,15 @@ def write_empty_slice(spec: WriteSpec, partition: str, file_id: str, data_schema
     return current.close()
 
 
-@functools.lru_cache(maxsize=1)
 def stats_arrow_schema() -> pa.Schema:
-    types = {"string": pa.string(), "long": pa.int64()}
-    fields = [part.strip().split(" ") for part in STATS_DDL.split(",")]
+    return arrow_schema_of(STATS_DDL)
+
+
+@functools.lru_cache(maxsize=8)
+def arrow_schema_of(ddl: str) -> pa.Schema:
+    """The Arrow schema of a flat `name type, ...` DDL of the types task results use."""
+    types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}
+    fields = [part.strip().split(" ") for part in ddl.split(",")]
     return pa.schema([pa.field(name, types[kind]) for name, kind in fields])
 
 
@@ -411,19 +430,19 @@ def run_write_job(df, spec: WriteSpec, task=write_task) -> List[WriteStat]:
     return [write_stat(r) for r in run_task_job(df, functools.partial(task, spec), STATS_DDL)]
 
 
-def run_task_job(df, task, ddl: str, arrow_schema: Optional[pa.Schema] = None):
+def run_task_job(df, task, ddl: str, as_arrow: bool = False):
     """The rows the successful attempts of `task` (over `df`'s partitions, in Arrow) return:
-    dicts, or with `arrow_schema` (the DDL's) one Arrow table."""
+    dicts, or one Arrow table."""
     spark = df.sparkSession
     # Larger Arrow batches halve the transfer cost (10k rows is Spark's default). Set, not
     # restored: writes may run on several threads of one session.
     if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
     out = df.mapInArrow(task, ddl)
-    if arrow_schema is not None and hasattr(out, "toArrow"):  # pyspark 4
-        return out.toArrow().cast(arrow_schema)
+    if as_arrow and hasattr(out, "toArrow"):  # pyspark 4
+        return out.toArrow().cast(arrow_schema_of(ddl))
     rows = [r.asDict() for r in out.collect()]
-    return rows if arrow_schema is None else pa.Table.from_pylist(rows, schema=arrow_schema)
+    return pa.Table.from_pylist(rows, schema=arrow_schema_of(ddl)) if as_arrow else rows
 
 
 def write_stat(r: dict) -> WriteStat:
