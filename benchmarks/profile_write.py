@@ -22,7 +22,9 @@ from workloads import batch_frame, batch_ids, keyed_table_rows, narrow_rows  # n
 
 
 def spark_jobs(spark, group):
-    """(job id, description, seconds) of the jobs of a job group, from the status store."""
+    """(job id, description, seconds, tasks, stages) of the jobs of a job group, from the status
+    store; stages: (stage id, tasks, summed task run time, wall time) of those that ran. A
+    summed time near the wall time with several tasks means they ran one after another."""
     store = spark.sparkContext._jsc.sc().statusStore()
     jobs = store.jobsList(None)
     out = []
@@ -31,8 +33,20 @@ def spark_jobs(spark, group):
         if job.jobGroup().isDefined() and job.jobGroup().get() == group:
             start, end = job.submissionTime(), job.completionTime()
             seconds = (end.get().getTime() - start.get().getTime()) / 1000 if start.isDefined() and end.isDefined() else None
-            out.append((job.jobId(), job.name()[:90], seconds, job.numTasks()))
+            out.append((job.jobId(), job.name()[:90], seconds, job.numTasks(), stages_of(store, job)))
     return sorted(out)
+
+
+def stages_of(store, job):
+    out = []
+    ids = job.stageIds()
+    for k in range(ids.size()):
+        stage = store.lastStageAttempt(ids.apply(k))
+        if str(stage.status()) == "COMPLETE" and stage.submissionTime().isDefined():
+            wall = stage.completionTime().get().getTime() - stage.submissionTime().get().getTime()
+            out.append(f"stage {stage.stageId()}: {stage.numTasks()} tasks, {stage.executorRunTime() / 1000:.2f} s "
+                       f"summed, {wall / 1000:.2f} s wall")
+    return "; ".join(out)
 
 
 def main():
@@ -70,9 +84,9 @@ def main():
     operations[1]()
     profiler.stop()
     print(profiler.output_text(unicode=False, color=False, show_all=False))
-    print("| job | what | seconds | tasks |\n|---|---|---|---|")
-    for job_id, name, seconds, tasks in spark_jobs(spark, "profiled"):
-        print(f"| {job_id} | {name} | {seconds} | {tasks} |")
+    print("| job | what | seconds | tasks | stages that ran |\n|---|---|---|---|---|")
+    for job_id, name, seconds, tasks, stages in spark_jobs(spark, "profiled"):
+        print(f"| {job_id} | {name} | {seconds} | {tasks} | {stages} |")
 
 
 if __name__ == "__main__":

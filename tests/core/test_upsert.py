@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConfigurationError, DataError, FileSizing, HudiTable, SchemaError
-from dbt.adapters.hudilite.table.record_index import shard_column
+from dbt.adapters.hudilite.table.record_index import MURMUR3, XXHASH64, Sharding
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 
@@ -164,10 +164,48 @@ def test_every_key_is_found_in_its_own_shard(spark, tmp_path):
     completed, view = table.context.timeline.completed(), table.context.timeline.view()
     for shard, files in index.visible_files(completed).items():  # each file holds its own shard's keys only
         keys = spark.read.parquet(*[index.storage.uri(p) for _, p in files]).select("key")
-        assert {r[0] for r in keys.select(shard_column(index.num_shards)(F.col("key"))).distinct().collect()} == {shard}
+        assert {r[0] for r in keys.select(index.sharding.shard_of(F.col("key"))).distinct().collect()} == {shard}
     found = {r.key: r.partition for r in index.lookup(completed, view, table.read().select("_hoodie_record_key")).collect()}
     assert len(found) == 300 and found["50"] == "region=apac" and found["51"] == "region=us"
     assert table.validate() == []
+
+
+@pytest.mark.parametrize("num_shards", [2, 3, 5, 8])
+def test_a_shuffle_by_key_gives_each_task_one_whole_shard(spark, num_shards):
+    keys = spark.range(2000).select(F.col("id").cast("string").alias("key"))
+    sharding = Sharding(num_shards)
+    rows = sharding.distribute(keys.withColumn("shard", sharding.shard_of(F.col("key"))), "key", "shard")
+    placed = rows.select("shard", F.spark_partition_id().alias("task")).distinct().collect()
+    assert sorted((r.shard, r.task) for r in placed) == [(i, i) for i in range(num_shards)]
+
+
+def test_an_index_sharded_by_the_older_hash_keeps_working_and_is_resharded_at_compaction(spark, tmp_path, monkeypatch):
+    from dbt.adapters.hudilite.table import index_files
+    from dbt.adapters.hudilite.table.index_files import BASE
+    from dbt.adapters.hudilite.table.record_index import entries_of
+
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(200)]))
+    index, latest = table.index, table.timeline()[-1].timestamp
+    legacy = Sharding(3, XXHASH64)  # as tables indexed before the hash changed: no hash in the state
+    index._write(entries_of(table.read()), latest, BASE, legacy)
+    index.files.write_state({"num_shards": 3, "base_instant": latest, "entries_at_build": 200})
+    assert index.sharding == legacy and table.validate() == []
+    table.upsert(customers(spark, [(i, "u", ["eu", "us"][i % 2], 2) for i in range(0, 200, 7)]
+                           + [(i, "new", "apac", 1) for i in range(500, 520)]))
+    table.upsert(customers(spark, [(i, "moved", "apac", 3) for i in range(1, 200, 11)]))
+    assert table.read().count() == 220 and table.validate() == []
+    monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
+    table.upsert(customers(spark, [(7, "again", "eu", 4)]))  # third delta: compacts, with the current hash
+    assert index.sharding == Sharding(3, MURMUR3)
+    completed = table.context.timeline.completed()
+    for shard, files in index.visible_files(completed).items():
+        keys = spark.read.parquet(*[index.storage.uri(p) for _, p in files]).select("key")
+        assert {r[0] for r in keys.select(index.sharding.shard_of(F.col("key"))).distinct().collect()} == {shard}
+    table.upsert(customers(spark, [(i, "after", "us", 5) for i in range(0, 200, 13)]))
+    assert table.read().count() == 220 and table.validate() == []
+    assert {r.name for r in table.read().where("id = 13").collect()} == {"after"}
+    assert_hudi_rs_agrees(table)
 
 
 def test_upsert_can_drop_columns_the_batch_lacks(spark, tmp_path):

@@ -57,9 +57,10 @@ def resolve_columns(fields: List[str], schema: T.StructType) -> List[str]:
     return [by_lower[f.lower()] for f in fields]
 
 
-def _shards(index_state: Optional[dict]) -> Optional[int]:
-    """How an index is laid out, for writers that began before a change: None when not built."""
-    return None if index_state is None else index_state.get("num_shards", 0)
+def _shards(index_state: Optional[dict]) -> Optional[tuple]:
+    """How an index is laid out (shard count and hash), for writers that began before a
+    change: None when not built."""
+    return None if index_state is None else (index_state.get("num_shards", 0), index_state.get("shard_hash"))
 
 
 class TableContext:

@@ -1,7 +1,7 @@
 """The record-level index (RFC-8): record key -> (partition path, fileId) for the snapshot.
 
 Kept under `.hoodie/.hudilite/record_index/` (hudilite's own; Hudi readers ignore it) in N
-hash shards, `shard = pmod(xxhash64(key), N)`, each shard a folder of index files
+hash shards (`Sharding`), each shard a folder of index files
 (`index_files.py`): a base written when the index is built, one delta per later commit that
 changed keys of the shard (inserted or moved keys with their new place, deleted keys as
 tombstones). Files are sorted by key, so a lookup reads only the row groups whose key range
@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import functools
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,6 +41,34 @@ ENTRY_DDL = "key string, file_id string, deleted boolean"
 _SHARD_RESULT = pa.schema([("path", pa.string()), ("entries", pa.int64())])
 _LOCATION = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
 FilesByShard = Dict[int, List[Tuple[str, str]]]
+
+
+MURMUR3 = "murmur3"  # Spark's `hash` (seed 42), the hash of Spark's own hash partitioning
+XXHASH64 = "xxhash64"  # indexes built before 2026-11-25 (their state names no hash)
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """The shard of a key: `pmod(hash(key), num_shards)`. With MURMUR3 it is the Spark
+    partition a shuffle of the key into `num_shards` partitions puts the key in, so each task
+    gets one whole shard. (A shuffle by the shard number itself spreads shards unevenly: two
+    shards can share a task while the other idles.)"""
+
+    num_shards: int
+    hash: str = MURMUR3
+
+    @staticmethod
+    def of_state(state: dict) -> "Sharding":
+        return Sharding(state["num_shards"], state.get("shard_hash", XXHASH64))
+
+    def shard_of(self, key: Column) -> Column:
+        hashed = F.hash(key) if self.hash == MURMUR3 else F.xxhash64(key)
+        return F.pmod(hashed, F.lit(self.num_shards)).cast("int")
+
+    def distribute(self, rows: DataFrame, key: str, shard: str) -> DataFrame:
+        """`rows` shuffled into `num_shards` partitions, each holding whole shards (with
+        MURMUR3, partition i holds shard i)."""
+        return rows.repartition(self.num_shards, F.col(key) if self.hash == MURMUR3 else F.col(shard))
 
 
 def shards_for(entries: int) -> int:
@@ -131,16 +159,11 @@ def entries_of(rows: DataFrame) -> DataFrame:
                        file_id_of(F.col(FILE_NAME)).alias("file_id"), F.lit(False).alias("deleted"))
 
 
-def shard_column(num_shards: int) -> Callable[[Column], Column]:
-    return lambda key: F.pmod(F.xxhash64(key), F.lit(num_shards)).cast("int")
-
-
 @dataclass(frozen=True)
 class LookupPlan:
-    """How a batch finds its keys: the shard of a key, how many shards, each shard's files."""
+    """How a batch finds its keys: the shard of a key, each shard's files."""
 
-    shard_of: Callable[[Column], Column]
-    num_shards: int
+    sharding: Sharding
     files_by_shard: FilesByShard
 
 
@@ -151,20 +174,25 @@ class RecordIndex(TableIndex):
     def num_shards(self) -> int:
         return self.state()["num_shards"]
 
-    def _write(self, entries: DataFrame, instant: str, kind: str, num_shards: int) -> Dict[str, int]:
+    @property
+    def sharding(self) -> Sharding:
+        return Sharding.of_state(self.state())
+
+    def _write(self, entries: DataFrame, instant: str, kind: str, sharding: Sharding) -> Dict[str, int]:
         """Index files written ({path: entries}), one per shard that has entries."""
-        keyed = entries.withColumn("shard", shard_column(num_shards)(F.col("key")))
+        keyed = entries.withColumn("shard", sharding.shard_of(F.col("key")))
         task = functools.partial(write_shards, self.storage.base_path, instant, kind)
-        rows = (keyed.repartition(num_shards, "shard").sortWithinPartitions("shard", "key")
+        rows = (sharding.distribute(keyed, "key", "shard").sortWithinPartitions("shard", "key")
                 .mapInArrow(task, "path string, entries long").collect())
         return {r.path: r.entries for r in rows}
 
     def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
         """`num_shards` defaults to one per ENTRIES_PER_SHARD entries."""
         entries = entries_of(snapshot)
-        shards = num_shards or shards_for(entries.count())
-        written = sum(self._write(entries, instant, BASE, shards).values())
-        self.files.write_state({"num_shards": shards, "base_instant": instant, "entries_at_build": written})
+        sharding = Sharding(num_shards or shards_for(entries.count()))
+        written = sum(self._write(entries, instant, BASE, sharding).values())
+        self.files.write_state({"num_shards": sharding.num_shards, "shard_hash": sharding.hash,
+                                "base_instant": instant, "entries_at_build": written})
         return written
 
     def delta(self, instant: str, change: IndexChange) -> List[str]:
@@ -184,7 +212,7 @@ class RecordIndex(TableIndex):
         if change.removed is not None:
             parts.append(change.removed)
         entries = functools.reduce(lambda a, b: a.unionByName(b), parts)
-        return sorted(self._write(entries, instant, DELTA, self.num_shards))
+        return sorted(self._write(entries, instant, DELTA, self.sharding))
 
     def visible_files(self, completed: List[Instant], as_of: Optional[str] = None) -> FilesByShard:
         """Per shard, the (instant, path) of the base and the deltas the index at `as_of` reads."""
@@ -200,8 +228,8 @@ class RecordIndex(TableIndex):
     def lookup_plan(self, completed: List[Instant], default_shards: int) -> LookupPlan:
         """Before the index is built (an empty table) every key is new: `default_shards` shards, no files."""
         if not self.is_built():
-            return LookupPlan(shard_column(default_shards), default_shards, {})
-        return LookupPlan(shard_column(self.num_shards), self.num_shards, self.visible_files(completed))
+            return LookupPlan(Sharding(default_shards), {})
+        return LookupPlan(self.sharding, self.visible_files(completed))
 
     def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
         files = [path for per_shard in self.visible_files(completed, as_of).values() for _, path in per_shard]
@@ -221,9 +249,9 @@ class RecordIndex(TableIndex):
         can hold a wanted key, on the executors."""
         live = {g.file_id: g.partition for g in view.live_groups()}
         task = functools.partial(_lookup_task, self.storage.base_path, self.visible_files(completed), live)
-        shards = self.num_shards
-        probes = keys.toDF("key").select("key", shard_column(shards)(F.col("key")).alias("shard"))
-        return probes.repartition(shards, "shard").mapInArrow(task, LOCATION_DDL)
+        sharding = self.sharding
+        probes = keys.toDF("key").select("key", sharding.shard_of(F.col("key")).alias("shard"))
+        return sharding.distribute(probes, "key", "shard").mapInArrow(task, LOCATION_DDL)
 
     def holders(self, keys: DataFrame, completed: List[Instant], view: FileSystemView) -> Set[str]:
         if not self.is_built():
@@ -234,9 +262,11 @@ class RecordIndex(TableIndex):
         return any(has_too_many_deltas(files) for files in self.visible_files(completed).values())
 
     def compact(self, completed: List[Instant], view: FileSystemView) -> None:
-        """The RFC-8 base-plus-log compaction, on the executors."""
+        """The RFC-8 base-plus-log compaction, on the executors. An index of an older sharding
+        hash is resharded with the current one (the shard count stays)."""
         instant = max(i.timestamp for i in completed)
         superseded = [p for files in self.visible_files(completed).values() for _, p in files]
         entries = self.entries(completed, view).select("key", "file_id", F.lit(False).alias("deleted"))
-        self._write(entries, instant, BASE, self.num_shards)
-        self.files.finish_compaction(dict(self.state(), base_instant=instant), superseded)
+        sharding = Sharding(self.num_shards)
+        self._write(entries, instant, BASE, sharding)
+        self.files.finish_compaction(dict(self.state(), base_instant=instant, shard_hash=sharding.hash), superseded)

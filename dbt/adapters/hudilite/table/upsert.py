@@ -75,7 +75,7 @@ def tagged_schema(batch_schema: T.StructType) -> T.StructType:
 def tag(batch: DataFrame, plan: LookupPlan, base_path: str, live: Dict[str, str], precombine: Optional[str]) -> DataFrame:
     """The batch, one row per key, tagged with where each key lives now (see `tag_task`)."""
     task = functools.partial(tag_task, base_path, plan.files_by_shard, live, precombine)
-    sharded = batch.withColumn(SHARD, plan.shard_of(F.col(RECORD_KEY))).repartition(plan.num_shards, SHARD)
+    sharded = plan.sharding.distribute(batch.withColumn(SHARD, plan.sharding.shard_of(F.col(RECORD_KEY))), RECORD_KEY, SHARD)
     return sharded.mapInArrow(task, tagged_schema(batch.schema))
 
 
