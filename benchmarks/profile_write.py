@@ -1,7 +1,7 @@
 """Where one write's time goes: a driver profile (pyinstrument) and the Spark jobs it ran, each
 with its wall time, from Spark's status store.
 
-    .venv/bin/python benchmarks/profile_write.py upsert [--rows 4000000] [--batch 10000]
+    .venv/bin/python benchmarks/profile_write.py upsert|upsert-random [--rows 4000000] [--batch 10000]
     .venv/bin/python benchmarks/profile_write.py append|overwrite [--rows N]
 
 The table is built first (not profiled), one warm-up operation runs, then the profiled one.
@@ -18,7 +18,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from dbt.adapters.hudilite.session import spark_session  # noqa: E402
 from dbt.adapters.hudilite.table import HudiTable  # noqa: E402
-from workloads import batch_frame, batch_ids, keyed_table_rows, narrow_rows  # noqa: E402
+from workloads import batch_frame, batch_ids, keyed_table_rows, narrow_rows, update_ids  # noqa: E402
 
 
 def spark_jobs(spark, group):
@@ -51,7 +51,7 @@ def stages_of(store, job):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("operation", choices=["upsert", "append", "overwrite"])
+    parser.add_argument("operation", choices=["upsert", "upsert-random", "append", "overwrite"])
     parser.add_argument("--rows", type=int, default=4_000_000)
     parser.add_argument("--batch", type=int, default=10_000)
     args = parser.parse_args()
@@ -61,11 +61,13 @@ def main():
     spark = spark_session(conf={"spark.master": "local[2]", "spark.driver.memory": "8g"})
     work = tempfile.mkdtemp(prefix="hudilite-profile-")
     n, days = args.rows, 50
-    if args.operation == "upsert":
+    if args.operation.startswith("upsert"):  # updates of recent days and new keys, or random updates
         table = HudiTable.create(spark, f"{work}/t", "t", record_key="id", partition_by="day")
         table.insert(keyed_table_rows(spark, n, days))
         table.build_index()
-        batches = [batch_frame(spark, batch_ids(n, args.batch, s, 2, days), n, days, s + 2) for s in (1, 2)]
+        ids = (lambda s: update_ids(n, args.batch, s)) if args.operation == "upsert-random" else (
+            lambda s: batch_ids(n, args.batch, s, 2, days))
+        batches = [batch_frame(spark, ids(s), n, days, s + 2) for s in (1, 2)]
         operations = [lambda b=b: table.upsert(b) for b in batches]
     elif args.operation == "append":
         df = narrow_rows(spark, n)

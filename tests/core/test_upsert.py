@@ -386,3 +386,31 @@ def test_seqnos_of_an_upsert_on_the_parallel_path_are_unique(spark, tmp_path):
     seqnos = [r._hoodie_commit_seqno for r in table.read().collect() if r._hoodie_commit_time == instant]
     assert len(seqnos) == 120 and len(set(seqnos)) == 120
     assert table.validate() == []
+
+
+def test_a_rewritten_slice_keeps_its_rows_in_file_order_and_an_exact_bloom_footer(spark, tmp_path):
+    """An update-only rewrite keeps the stored row order (its footer is the stored one, the same
+    bytes a rebuild gives); a rewrite that deletes, moves out or adds keys gets a footer of its
+    own keys. Either way every file's footer is what Hudi's writer gives its keys, in file order."""
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.hudilite.table.bloom import BLOOM_FILTER_KEY, DynamicBloomFilter, footer_metadata
+
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    ids = [17, 3, 99, 42, 8, 61, 25, 70]  # not in key order: the file keeps the order it was written in
+    table.insert(customers(spark, [(i, f"n{i}", "eu", 1) for i in ids]).coalesce(1))
+    path = lambda: os.path.join(table.path, table.latest_base_files()[0].path)  # noqa: E731
+    order_before = pq.read_table(path(), columns=["_hoodie_record_key"]).column(0).to_pylist()
+    table.upsert(customers(spark, [(99, "u", "eu", 2), (8, "u", "eu", 2)]))
+    assert pq.read_table(path(), columns=["_hoodie_record_key"]).column(0).to_pylist() == order_before
+    table.upsert(customers(spark, [(42, "moved", "us", 3), (5, "new", "eu", 1)]))
+    table.delete(spark.createDataFrame([(17, "eu")], "id long, region string"))
+    for f in table.latest_base_files():
+        footer = {k.decode(): v.decode() for k, v in pq.read_metadata(os.path.join(table.path, f.path)).metadata.items()}
+        keys = pq.read_table(os.path.join(table.path, f.path), columns=["_hoodie_record_key"]).column(0)
+        expected = footer_metadata(keys)
+        assert {k: footer.get(k) for k in expected} == expected
+        assert DynamicBloomFilter.deserialize(footer[BLOOM_FILTER_KEY]).might_contain_all(keys).all()
+    assert sorted(r.id for r in table.read().where("region = 'eu'").collect()) == [3, 5, 8, 25, 61, 70, 99]
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)

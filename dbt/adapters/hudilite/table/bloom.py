@@ -290,6 +290,17 @@ class FileKeys:
         return meta
 
 
+def stored_footer(metadata: Optional[Dict[bytes, bytes]]) -> Optional[Dict[str, str]]:
+    """The footer entries a base file holds (its parquet key-value metadata), None if it lacks
+    a DYNAMIC_V0 filter. A new slice holding the same keys in the same order takes them as
+    they are: rebuilding them would give the same bytes."""
+    entries = {k.decode(): v.decode() for k, v in (metadata or {}).items()
+               if k.decode() in (BLOOM_FILTER_KEY, TYPE_CODE_KEY, MIN_RECORD_KEY, MAX_RECORD_KEY)}
+    if entries.get(TYPE_CODE_KEY) != TYPE_CODE or BLOOM_FILTER_KEY not in entries:
+        return None
+    return entries
+
+
 def footer_metadata(keys: Keys, num_entries: int = NUM_ENTRIES, fpp: float = FPP,
                     max_entries: int = MAX_ENTRIES) -> Dict[str, str]:
     """The footer entries Hudi's writer gives a base file holding these record keys (in file order)."""

@@ -27,6 +27,7 @@ import functools
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -34,6 +35,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .bloom import stored_footer
 from .commit import DELETE, WriteStat
 from .context import EVOLVE, TableContext, resolve_columns
 from .errors import DataError
@@ -193,7 +195,9 @@ def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names
                 precombine: Optional[str], update_columns: Optional[Sequence[str]]) -> Tuple[pa.Table, int, int]:
     """A file group's new slice: (its rows in the `rows.SLICE` layout, with a null commit time
     for changed rows; rows changed; rows deleted or moved out).
-    `stored` is its latest slice, `incoming` the batch rows tagged with it (one per key)."""
+    `stored` is its latest slice, `incoming` the batch rows tagged with it (one per key). The
+    slice keeps the stored row order: a changed row takes its stored row's place (a key the
+    slice did not hold goes last), so an update-only merge keeps the keys in file order."""
     stored_keys = stored.column(RECORD_KEY)
     deleted = pc.or_(incoming.column(IS_DELETED), pc.not_equal(incoming.column(PARTITION_PATH), pa.scalar(partition)))
     in_place = incoming.filter(pc.invert(deleted))
@@ -202,26 +206,30 @@ def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names
         older = pc.less(in_place.column(precombine), stored.column(precombine).take(position))
         keep = pc.invert(pc.fill_null(older, False))
         in_place, position = in_place.filter(keep), position.filter(keep)
-    replaced = pa.concat_arrays([in_place.column(RECORD_KEY).combine_chunks(),
-                                 incoming.filter(deleted).column(RECORD_KEY).combine_chunks()])
-    kept = stored.filter(pc.invert(pc.is_in(stored_keys, value_set=replaced)))
+    gone = incoming.filter(deleted).column(RECORD_KEY)
+    replaced = pa.concat_arrays([in_place.column(RECORD_KEY).combine_chunks(), gone.combine_chunks()])
     frozen = set() if update_columns is None else {c.lower() for c in data_names} - {c.lower() for c in update_columns}
     n = in_place.num_rows
     nulls = pa.nulls(n, pa.string())
     changed = pa.table([nulls, nulls, in_place.column(RECORD_KEY), in_place.column(PARTITION_PATH)]
                        + [in_place.column(c) for c in data_names], names=list(SLICE.meta) + list(data_names))
     # Stored slices may predate a column (null) or a widened type (cast to the table's).
-    stored_column = lambda table, c: (table.column(c).cast(changed.schema.field(c).type) if c in table.column_names  # noqa: E731
-                                      else pa.nulls(table.num_rows, changed.schema.field(c).type))
+    stored_column = lambda c: (stored.column(c).cast(changed.schema.field(c).type) if c in stored.column_names  # noqa: E731
+                               else pa.nulls(stored.num_rows, changed.schema.field(c).type))
     for c in data_names:
         if c.lower() in frozen:
-            changed = changed.set_column(changed.schema.get_field_index(c), c, stored_column(stored, c).take(position))
-    kept = pa.table([stored_column(kept, c) for c in changed.column_names], schema=changed.schema)
-    merged = pa.concat_tables([kept, changed])
-    gone = incoming.filter(deleted).column(RECORD_KEY)
+            changed = changed.set_column(changed.schema.get_field_index(c), c, stored_column(c).take(position))
+    stored_rows = stored.num_rows
+    at = pc.fill_null(position, -1).to_numpy(zero_copy_only=False)
+    found = at >= 0
+    slot = np.arange(stored_rows, dtype=np.int64)  # row i of the slice comes from row slot[i] of stored + changed
+    slot[at[found]] = stored_rows + np.flatnonzero(found)
+    kept = np.invert(pc.is_in(stored_keys, value_set=replaced).to_numpy(zero_copy_only=False))
+    kept[at[found]] = True  # (a key stored twice keeps one row, the changed one)
+    order = np.concatenate([slot[kept], stored_rows + np.flatnonzero(~found)])
+    both = pa.concat_tables([pa.table([stored_column(c) for c in changed.column_names], schema=changed.schema), changed])
     removed = pc.sum(pc.is_in(stored_keys, value_set=gone)).as_py() or 0
-    return merged.sort_by(RECORD_KEY), n, removed
-
+    return both.take(pa.array(order)), n, removed
 
 
 def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
@@ -235,12 +243,15 @@ def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precom
         for file_id, parts in grouped_by_file_group(batches, OLD_FILE_ID):
             path, partition = slices[file_id]
             with storage.open_input(path) as source:
-                stored = pq.read_table(source)
+                parquet = pq.ParquetFile(source)
+                stored, footer = parquet.read(), parquet.metadata.metadata
             merged, _, removed = merge_slice(stored, pa.Table.from_batches(list(parts)), partition, data_names,
                                              precombine, update_columns)
             # A group whose every row left still gets a (empty) new slice: its old one must go.
             batches_out = merged.to_batches(ARROW_BATCH_ROWS) or [pa.RecordBatch.from_pylist([], schema=merged.schema)]
-            yield NewSlice(file_id, partition, removed, batches_out)
+            same_keys = merged.column(RECORD_KEY).equals(stored.column(RECORD_KEY))  # in the same order
+            yield NewSlice(file_id, partition, removed, batches_out,
+                           stored_footer(footer) if same_keys else None)
 
     return write_slices(spec, merged_slices())
 
