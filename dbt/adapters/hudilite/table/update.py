@@ -27,7 +27,7 @@ from .index import IndexChange, file_id_of
 from .instant import COMMIT
 from .rows import FILE_ID, REWRITE
 from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, quote
-from .writer import rewrite_task, rewrite_tasks, run_write_job, write_empty_slice, write_stat
+from .writer import by_rewrite_task, rewrite_task, run_write_job, write_empty_slice, write_stat
 
 MATCHED = "_hudilite_matched"
 Marker = Callable[[DataFrame], DataFrame]
@@ -124,7 +124,7 @@ def check_assignments(assignments: Dict[str, str], data_schema: T.StructType, fi
 
 
 def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Optional[Dict[str, Tuple[str, str, Column]]],
-               delete: bool, num_file_groups: int, table: str) -> DataFrame:
+               delete: bool, sizes: Dict[str, int], table: str) -> DataFrame:
     """The new content of the file groups in `marked`, in the `rows.REWRITE` layout:
     matched rows deleted or updated, the rest as they were. Columns the stored rows lack
     (the table schema grew) are null."""
@@ -144,7 +144,8 @@ def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Option
             COMMIT_SEQNO: F.when(changed, null).otherwise(F.col(COMMIT_SEQNO)),
             RECORD_KEY: F.col(RECORD_KEY), PARTITION_PATH: F.col(PARTITION_PATH)}
     out = _analysed(lambda: rows.select(*REWRITE.select(meta, data)), table, "update set " + ", ".join(f"{name} = {text}" for name, text, _ in (assignments or {}).values()))
-    return out.repartition(rewrite_tasks(num_file_groups), FILE_ID).sortWithinPartitions(FILE_ID, RECORD_KEY)
+    rows, _ = by_rewrite_task(out, FILE_ID, sizes)
+    return rows.sortWithinPartitions(FILE_ID, RECORD_KEY)
 
 
 def deleted_entries(matched: DataFrame) -> DataFrame:
@@ -219,7 +220,8 @@ def rewrite_matching(ctx: TableContext, mark: Marker, operation: str, data_schem
         change = IndexChange()
         if touched:
             rewritten = with_matches(stored(sorted(touched)), matched)
-            stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, len(touched), ctx.name), spec,
+            sizes = {f: current[f].latest.size for f in touched}
+            stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, sizes, ctx.name), spec,
                                    task=rewrite_task)
             arrow_schema = ctx.arrow_schema(data_schema)
             for file_id in sorted(set(touched) - {s.fileId for s in stats}):

@@ -49,7 +49,7 @@ from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
 from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, grouped_by_file_group,
-                     rewrite_tasks, run_task_job, run_write_job, write_slices, write_stat, write_task)
+                     by_rewrite_task, run_task_job, run_write_job, write_slices, write_stat, write_task)
 
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
@@ -408,12 +408,13 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
             spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
             slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
             data_names = [f.name for f in data_schema.fields]
-            touched_bytes = sum(current[f].latest.size for f in touched)
-            if is_small(touched_bytes, summary.rows, stored_bytes_per_row(list(current.values())),
+            sizes = {f: current[f].latest.size for f in touched}
+            if is_small(sum(sizes.values()), summary.rows, stored_bytes_per_row(list(current.values())),
                         ctx.file_sizing.small_write_bytes):
                 stats, inserted, index_files = _write_small(ctx, tagged, spec, slices, data_names, update_columns)
             else:
-                stats, inserted = _write_large(ctx, tagged, spec, slices, data_names, update_columns, summary, data_schema)
+                stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary,
+                                               data_schema)
                 index_files = None
             if not stats and data_schema == ctx.committed_schema():
                 return None  # nothing changed: no instant (the transaction rolls it back)
@@ -448,19 +449,20 @@ def _write_small(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: 
 
 
 def _write_large(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
-                 data_names: List[str], update_columns: Optional[List[str]], summary: Summary,
+                 sizes: Dict[str, int], data_names: List[str], update_columns: Optional[List[str]], summary: Summary,
                  data_schema: T.StructType) -> Tuple[List[WriteStat], List[WriteStat]]:
-    """(write stats, those of new file groups): a task per touched file group, then the inserts."""
+    """(write stats, those of new file groups): the touched file groups (`sizes`: fileId ->
+    stored bytes) packed into rewrite tasks, then the inserts."""
     stats: List[WriteStat] = []
+    tasks = 0
     if slices:
         merge = functools.partial(merge_task, slices, data_names, ctx.config.precombine_field, update_columns)
-        rows = (tagged.where(F.col(OLD_FILE_ID).isNotNull())
-                .repartition(rewrite_tasks(len(slices)), OLD_FILE_ID).sortWithinPartitions(OLD_FILE_ID))
-        stats += run_write_job(rows, spec, task=merge)
+        rows, tasks = by_rewrite_task(tagged.where(F.col(OLD_FILE_ID).isNotNull()), OLD_FILE_ID, sizes)
+        stats += run_write_job(rows.sortWithinPartitions(OLD_FILE_ID), spec, task=merge)
     inserted = []
     if summary.arriving:
         rows = ctx.rows_for_writer(new_rows(tagged, data_schema, summary.arriving), data_schema)
-        inserted = run_write_job(rows, spec.after_rewrite(len(slices)))
+        inserted = run_write_job(rows, spec.after_rewrite(tasks))
     return stats + inserted, inserted
 
 

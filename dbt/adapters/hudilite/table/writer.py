@@ -20,6 +20,8 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from . import faults
 from .bloom import FileKeys
@@ -28,6 +30,7 @@ from .commit import WriteStat
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from .keygen import seqno_array
 from .layout import TMP_DIR, marker_path, partition_metadata_path
+from .placement import pack, routing_values
 from .rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, insert_layout
 from .schema import COMMIT_SEQNO, COMMIT_TIME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from .storage import Storage
@@ -69,19 +72,34 @@ class WriteSpec:
     # (`after_rewrite`): a seqno is unique within its commit.
     seqno_task_offset: int = 0
 
-    def after_rewrite(self, num_file_groups: int) -> "WriteSpec":
-        """This spec for a job that writes after a rewrite of `num_file_groups` file groups in
-        the same commit, whose changed rows took new seqnos (an upsert's inserts; a
-        delete+insert's rewrite only deletes, so its changed rows keep theirs)."""
-        return replace(self, seqno_task_offset=rewrite_tasks(num_file_groups) if num_file_groups else 0)
+    def after_rewrite(self, rewrite_tasks: int) -> "WriteSpec":
+        """This spec for a job that writes after a rewrite job of `rewrite_tasks` tasks in the
+        same commit, whose changed rows took new seqnos (an upsert's inserts; a delete+insert's
+        rewrite only deletes, so its changed rows keep theirs)."""
+        return replace(self, seqno_task_offset=rewrite_tasks)
 
 
-MAX_REWRITE_TASKS = 200
+ROUTE = "_hudilite_route"
+_ROUTE_FILE_ID = "_hudilite_route_file_id"
 
 
-def rewrite_tasks(num_file_groups: int) -> int:
-    """The tasks of a job rewriting file groups: one per group, at most MAX_REWRITE_TASKS."""
-    return max(1, min(num_file_groups, MAX_REWRITE_TASKS))
+def by_rewrite_task(rows: DataFrame, file_id_column: str, sizes: Dict[str, int]) -> Tuple[DataFrame, int]:
+    """(`rows` of the file groups in `sizes` (fileId -> stored bytes) shuffled into rewrite
+    tasks, sorted by file group; the number of tasks). The file groups are packed into at most
+    as many tasks as the session's shuffle partitions (`placement.pack`); the columns stay."""
+    spark = rows.sparkSession
+    try:
+        max_tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except ValueError:  # "auto" on some platforms
+        max_tasks = 200
+    placed = pack(sizes, max_tasks)
+    tasks = max(placed.values(), default=0) + 1
+    routes = routing_values(tasks)
+    route = spark.createDataFrame([(f, routes[t]) for f, t in sorted(placed.items())],
+                                  f"{_ROUTE_FILE_ID} string, {ROUTE} int")
+    routed = rows.join(F.broadcast(route), rows[file_id_column] == route[_ROUTE_FILE_ID])
+    out = routed.repartition(tasks, route[ROUTE]).select(*[rows[c] for c in rows.columns])
+    return out, tasks
 
 
 def repeated(value: str, n: int) -> pa.Array:
@@ -117,7 +135,7 @@ class _OpenBaseFile:
 
     def __init__(self, spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
                  file_id: Optional[str] = None, prev_commit: Optional[str] = None, deletes: int = 0,
-                 insert_limit: Optional[int] = None):
+                 insert_limit: Optional[int] = None, footer: Optional[Dict[str, str]] = None):
         self.spec, self.storage, self.partition = spec, storage, partition
         self.file_id = file_id or new_file_id()
         self.prev_commit = prev_commit
@@ -135,7 +153,9 @@ class _OpenBaseFile:
         self.changed_rows = 0
         self.bytes_in = 0
         self.deletes = deletes
-        self.keys = FileKeys() if spec.bloom_footers else None
+        # The bloom footer: built from the keys written, or given (a slice of the same keys).
+        self.footer = footer if spec.bloom_footers else None
+        self.keys = FileKeys() if spec.bloom_footers and footer is None else None
         self.insert_limit = insert_limit  # a topped-up small file: how many new rows it takes
 
     def add(self, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
@@ -185,6 +205,8 @@ class _OpenBaseFile:
         self._flush()
         if self.keys is not None:
             self.writer.add_key_value_metadata(self.keys.footer())
+        elif self.footer:
+            self.writer.add_key_value_metadata(self.footer)
         self.writer.close()
         self.sink.close()
         if self.prev_commit is None:  # a new file group
@@ -315,6 +337,7 @@ class NewSlice:
     partition: str
     deletes: int  # rows the slice drops (deleted, or moved to another partition)
     batches: Iterable[pa.RecordBatch]
+    footer: Optional[Dict[str, str]] = None  # bloom footer entries, when its keys are the stored slice's
 
 
 def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.RecordBatch]:
@@ -333,7 +356,8 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
                 SLICE.check(rows.schema)
                 if out is None:
                     out = _OpenBaseFile(spec, storage, token, new_slice.partition, SLICE.data_fields(rows.schema),
-                                        new_slice.file_id, spec.prev_commits[new_slice.file_id], new_slice.deletes)
+                                        new_slice.file_id, spec.prev_commits[new_slice.file_id], new_slice.deletes,
+                                        footer=new_slice.footer)
                 stored_time = SLICE.meta_column(rows, COMMIT_TIME)
                 changed = pc.is_null(stored_time)
                 seqno = seqno_array(spec.instant, task_partition, written, rows.num_rows)
