@@ -109,8 +109,7 @@ def test_validate_finds_an_index_out_of_step(spark, tmp_path):
     table.upsert(customers(spark, [(3, "c", "us", 1)]))
     assert table.validate() == []
     index = table.index
-    state = index.state()
-    table.build_index(num_shards=state["num_shards"])  # rebuilt as of now: fine
+    table.build_index(num_shards=index.num_shards)  # rebuilt as of now: fine
     assert table.validate() == []
     # An index built before the last commit, without its delta, misses key 4.
     latest = table.timeline()[-1].timestamp
@@ -198,6 +197,8 @@ def test_an_index_sharded_by_the_older_hash_keeps_working_and_is_resharded_at_co
     monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
     table.upsert(customers(spark, [(7, "again", "eu", 4)]))  # third delta: compacts, with the current hash
     assert index.sharding == Sharding(3, MURMUR3)
+    # A version that knows only xxhash64 reads `num_shards`: gone, so it fails instead of misfiling keys.
+    assert "num_shards" not in index.state() and index.state()["shards"] == 3
     completed = table.context.timeline.completed()
     for shard, files in index.visible_files(completed).items():
         keys = spark.read.parquet(*[index.storage.uri(p) for _, p in files]).select("key")
@@ -388,21 +389,28 @@ def test_seqnos_of_an_upsert_on_the_parallel_path_are_unique(spark, tmp_path):
     assert table.validate() == []
 
 
-def test_a_rewritten_slice_keeps_its_rows_in_file_order_and_an_exact_bloom_footer(spark, tmp_path):
-    """An update-only rewrite keeps the stored row order (its footer is the stored one, the same
-    bytes a rebuild gives); a rewrite that deletes, moves out or adds keys gets a footer of its
-    own keys. Either way every file's footer is what Hudi's writer gives its keys, in file order."""
+@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
+def test_a_rewritten_slice_keeps_its_rows_in_file_order_and_an_exact_bloom_footer(spark, tmp_path, small_write_bytes):
+    """An update-only rewrite keeps the stored row order and the stored footer (the same bytes
+    a rebuild gives); a rewrite that deletes, moves out or adds keys gets a footer of its own
+    keys. Either way every file's footer is what Hudi's writer gives its keys, in file order."""
     import pyarrow.parquet as pq
 
     from dbt.adapters.hudilite.table.bloom import BLOOM_FILTER_KEY, DynamicBloomFilter, footer_metadata
 
+    def footer_of(path):
+        return {k.decode(): v.decode() for k, v in pq.read_metadata(path).metadata.items() if k != b"ARROW:schema"}
+
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    if small_write_bytes is not None:
+        table.file_sizing = FileSizing(small_write_bytes=small_write_bytes)
     ids = [17, 3, 99, 42, 8, 61, 25, 70]  # not in key order: the file keeps the order it was written in
     table.insert(customers(spark, [(i, f"n{i}", "eu", 1) for i in ids]).coalesce(1))
     path = lambda: os.path.join(table.path, table.latest_base_files()[0].path)  # noqa: E731
-    order_before = pq.read_table(path(), columns=["_hoodie_record_key"]).column(0).to_pylist()
+    before, order_before = path(), pq.read_table(path(), columns=["_hoodie_record_key"]).column(0)
     table.upsert(customers(spark, [(99, "u", "eu", 2), (8, "u", "eu", 2)]))
-    assert pq.read_table(path(), columns=["_hoodie_record_key"]).column(0).to_pylist() == order_before
+    assert path() != before and pq.read_table(path(), columns=["_hoodie_record_key"]).column(0) == order_before
+    assert footer_of(path()) == footer_of(before) == footer_metadata(order_before)  # the stored footer, kept
     table.upsert(customers(spark, [(42, "moved", "us", 3), (5, "new", "eu", 1)]))
     table.delete(spark.createDataFrame([(17, "eu")], "id long, region string"))
     for f in table.latest_base_files():

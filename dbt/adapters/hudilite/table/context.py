@@ -60,7 +60,9 @@ def resolve_columns(fields: List[str], schema: T.StructType) -> List[str]:
 def _shards(index_state: Optional[dict]) -> Optional[tuple]:
     """How an index is laid out (shard count and hash), for writers that began before a
     change: None when not built."""
-    return None if index_state is None else (index_state.get("num_shards", 0), index_state.get("shard_hash"))
+    if index_state is None:
+        return None
+    return tuple(index_state.get(k) for k in ("num_shards", "shards", "shard_hash"))
 
 
 class TableContext:

@@ -55,20 +55,30 @@ class Sharding:
     shards can share a task while the other idles.)"""
 
     num_shards: int
-    hash: str = MURMUR3
+    hash_name: str = MURMUR3
 
     @staticmethod
     def of_state(state: dict) -> "Sharding":
-        return Sharding(state["num_shards"], state.get("shard_hash", XXHASH64))
+        """An index's sharding from its state file. A MURMUR3 index names its count `shards`,
+        not `num_shards`: a version that knew only XXHASH64 then fails on the missing key
+        instead of looking keys up in the wrong shards."""
+        if "num_shards" in state:
+            return Sharding(state["num_shards"], XXHASH64)
+        return Sharding(state["shards"], state["shard_hash"])
+
+    def state(self) -> dict:
+        if self.hash_name == XXHASH64:
+            return {"num_shards": self.num_shards}
+        return {"shards": self.num_shards, "shard_hash": self.hash_name}
 
     def shard_of(self, key: Column) -> Column:
-        hashed = F.hash(key) if self.hash == MURMUR3 else F.xxhash64(key)
+        hashed = F.hash(key) if self.hash_name == MURMUR3 else F.xxhash64(key)
         return F.pmod(hashed, F.lit(self.num_shards)).cast("int")
 
     def distribute(self, rows: DataFrame, key: str, shard: str) -> DataFrame:
         """`rows` shuffled into `num_shards` partitions, each holding whole shards (with
         MURMUR3, partition i holds shard i)."""
-        return rows.repartition(self.num_shards, F.col(key) if self.hash == MURMUR3 else F.col(shard))
+        return rows.repartition(self.num_shards, F.col(key) if self.hash_name == MURMUR3 else F.col(shard))
 
 
 def shards_for(entries: int) -> int:
@@ -172,7 +182,7 @@ class RecordIndex(TableIndex):
 
     @property
     def num_shards(self) -> int:
-        return self.state()["num_shards"]
+        return self.sharding.num_shards
 
     @property
     def sharding(self) -> Sharding:
@@ -191,8 +201,7 @@ class RecordIndex(TableIndex):
         entries = entries_of(snapshot)
         sharding = Sharding(num_shards or shards_for(entries.count()))
         written = sum(self._write(entries, instant, BASE, sharding).values())
-        self.files.write_state({"num_shards": sharding.num_shards, "shard_hash": sharding.hash,
-                                "base_instant": instant, "entries_at_build": written})
+        self.files.write_state(dict(sharding.state(), base_instant=instant, entries_at_build=written))
         return written
 
     def delta(self, instant: str, change: IndexChange) -> List[str]:
@@ -219,7 +228,7 @@ class RecordIndex(TableIndex):
         state = self.state()
         done = completed_set(completed, as_of)
         out: FilesByShard = {}
-        for shard in range(state["num_shards"]):
+        for shard in range(Sharding.of_state(state).num_shards):
             files = self.files.visible(state["base_instant"], done, f"shard={shard}")
             if files:
                 out[shard] = files
@@ -269,4 +278,5 @@ class RecordIndex(TableIndex):
         entries = self.entries(completed, view).select("key", "file_id", F.lit(False).alias("deleted"))
         sharding = Sharding(self.num_shards)
         self._write(entries, instant, BASE, sharding)
-        self.files.finish_compaction(dict(self.state(), base_instant=instant, shard_hash=sharding.hash), superseded)
+        state = {k: v for k, v in self.state().items() if k not in ("num_shards", "shards", "shard_hash")}
+        self.files.finish_compaction(dict(state, **sharding.state(), base_instant=instant), superseded)

@@ -119,7 +119,7 @@ def _restore_index(ctx: TableContext, target: str) -> None:
     """An index base newer than the target holds keys of removed commits: rebuild it."""
     state = ctx.index.state()
     if state and state["base_instant"] > target:
-        ctx.build_index(state.get("num_shards") or None)
+        ctx.build_index(state.get("num_shards") or state.get("shards") or None)
 
 
 def restore_metadata_record(instant: str, plan: dict, deleted: Dict[str, Dict[str, List[str]]], started: float) -> dict:

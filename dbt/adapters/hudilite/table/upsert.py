@@ -49,7 +49,7 @@ from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
 from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, grouped_by_file_group,
-                     by_rewrite_task, run_task_job, run_write_job, write_slices, write_stat, write_task)
+                     by_rewrite_task, run_task_job, shuffle_partitions, run_write_job, write_slices, write_stat, write_task)
 
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
@@ -381,7 +381,7 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
     with ctx.transaction(COMMIT) as txn:
         view = ctx.timeline.view()
         batch = keyed_batch(ctx, df, data_schema)
-        plan = index.lookup_plan(ctx.timeline.completed(), int(ctx.spark.conf.get("spark.sql.shuffle.partitions")))
+        plan = index.lookup_plan(ctx.timeline.completed(), shuffle_partitions(ctx.spark))
         current = {g.file_id: g for g in view.live_groups()}
         tagged = tag(batch, plan, ctx.storage.base_path, {f: g.partition for f, g in current.items()},
                      ctx.config.precombine_field)

@@ -83,21 +83,26 @@ ROUTE = "_hudilite_route"
 _ROUTE_FILE_ID = "_hudilite_route_file_id"
 
 
+def shuffle_partitions(spark) -> int:
+    """The session's shuffle partitions: how many tasks its user wants a shuffle to have."""
+    try:
+        return int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except ValueError:  # "auto" on some platforms
+        return 200
+
+
 def by_rewrite_task(rows: DataFrame, file_id_column: str, sizes: Dict[str, int]) -> Tuple[DataFrame, int]:
     """(`rows` of the file groups in `sizes` (fileId -> stored bytes) shuffled into rewrite
-    tasks, sorted by file group; the number of tasks). The file groups are packed into at most
-    as many tasks as the session's shuffle partitions (`placement.pack`); the columns stay."""
+    tasks; the number of tasks). The file groups are packed into at most as many tasks as the
+    session's shuffle partitions (`placement.pack`); the columns stay. A row of a file group
+    not in `sizes` is kept (in some task), for the rewrite task to refuse."""
     spark = rows.sparkSession
-    try:
-        max_tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    except ValueError:  # "auto" on some platforms
-        max_tasks = 200
-    placed = pack(sizes, max_tasks)
+    placed = pack(sizes, shuffle_partitions(spark))
     tasks = max(placed.values(), default=0) + 1
     routes = routing_values(tasks)
     route = spark.createDataFrame([(f, routes[t]) for f, t in sorted(placed.items())],
                                   f"{_ROUTE_FILE_ID} string, {ROUTE} int")
-    routed = rows.join(F.broadcast(route), rows[file_id_column] == route[_ROUTE_FILE_ID])
+    routed = rows.join(F.broadcast(route), rows[file_id_column] == route[_ROUTE_FILE_ID], "left")
     out = routed.repartition(tasks, route[ROUTE]).select(*[rows[c] for c in rows.columns])
     return out, tasks
 
