@@ -182,3 +182,30 @@ def test_changes_stop_before_a_write_in_flight_so_a_late_earlier_commit_is_not_m
     consume(consume(t1))
     assert sorted(seen) == [(1, "ann2"), (3, "cy2")]
     assert {r.id for r in reader.read_changes(t1, theirs[0]).collect()} == {1, 3}
+
+
+def test_a_writer_pending_on_an_old_hash_index_keeps_its_keys_when_another_reshards(spark, tmp_path, monkeypatch):
+    """An index sharded by the older hash is resharded at its next compaction. A writer that
+    planned its lookups and delta with the old hash and commits after another writer's
+    compaction was due must not leave its delta in the wrong shards: the compaction waits for
+    it, then reshards everything, its keys too."""
+    from dbt.adapters.hudilite.table.index_files import BASE
+    from dbt.adapters.hudilite.table.record_index import MURMUR3, XXHASH64, Sharding, entries_of
+
+    table = keyed_table(spark, tmp_path)
+    table.upsert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2]) for i in range(10, 60)]))
+    index, latest = table.index, table.timeline()[-1].timestamp
+    index._write(entries_of(table.read()), latest, BASE, Sharding(3, XXHASH64))
+    index.files.write_state({"num_shards": 3, "base_instant": latest, "entries_at_build": 53})
+    monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
+    table.upsert(customers(spark, [(70, "x", "eu")]))  # one delta: no compaction yet
+    slow = HudiTable.open(spark, table.path)
+    fast = HudiTable.open(spark, table.path)
+    while_writing(slow, lambda: fast.upsert(customers(spark, [(71, "y", "us")])))  # due, but slow is pending
+    slow.upsert(customers(spark, [(72, "z", "apac"), (10, "moved", "apac")]))
+    assert index.sharding == Sharding(3, MURMUR3)  # compacted once nothing was pending
+    assert table.read().count() == 56 and table.validate() == []
+    fast.upsert(customers(spark, [(72, "z2", "apac"), (10, "again", "eu")]))  # found through the resharded index
+    assert table.read().count() == 56 and table.validate() == []
+    assert {(r.id, r.name, r.region) for r in table.read().where("id in (10, 72)").collect()} == {
+        (10, "again", "eu"), (72, "z2", "apac")}
