@@ -1,6 +1,7 @@
 """HudiTable writes on a shared local SparkSession, every table read back through hudi-rs."""
 
 import json
+import functools
 import os
 
 import pyarrow.parquet as pq
@@ -381,3 +382,30 @@ def test_schema_edge_cases_are_refused_before_anything_is_written(spark, tmp_pat
     # hudi-rs reads older snapshots with the latest schema (x as string), hudilite with theirs:
     # only the latest snapshot has one schema for both
     assert sorted((r["id"], r["x"]) for r in hudi_rs_snapshot(table.path).to_pylist()) == [(4, "four"), (5, "five")]
+
+
+def test_a_failed_job_returns_only_once_its_other_tasks_have_stopped(spark, tmp_path):
+    """When one task fails, Spark fails the job at once while a sibling may still be writing;
+    the rollback that follows must find the sibling's files, so the write waits for it."""
+    from dbt.adapters.hudilite.table.writer import run_task_job
+
+    late = tmp_path / "late"
+    late.mkdir()
+    task = functools.partial(_slow_or_failing_task, str(late))
+    with pytest.raises(Exception, match="the failing task"):
+        run_task_job(spark.range(0, 2, numPartitions=2), task, "id long")
+    assert os.listdir(late) == ["written"]  # the slow sibling finished before the failure surfaced
+
+
+def _slow_or_failing_task(folder, batches):
+    import time
+
+    from pyspark import TaskContext
+
+    list(batches)
+    if TaskContext.get().partitionId() == 1:
+        raise RuntimeError("the failing task")
+    time.sleep(1.5)  # under Spark's 2 s grace before it kills a cancelled Python worker
+    with open(os.path.join(folder, "written"), "w") as f:
+        f.write("x")
+    return iter([])

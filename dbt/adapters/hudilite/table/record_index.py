@@ -30,6 +30,7 @@ from .layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
 from .reader import literal_path
 from .schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from .storage import Storage
+from .writer import settled
 
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024
@@ -192,8 +193,9 @@ class RecordIndex(TableIndex):
         """Index files written ({path: entries}), one per shard that has entries."""
         keyed = entries.withColumn("shard", sharding.shard_of(F.col("key")))
         task = functools.partial(write_shards, self.storage.base_path, instant, kind)
-        rows = (sharding.distribute(keyed, "key", "shard").sortWithinPartitions("shard", "key")
-                .mapInArrow(task, "path string, entries long").collect())
+        out = (sharding.distribute(keyed, "key", "shard").sortWithinPartitions("shard", "key")
+               .mapInArrow(task, "path string, entries long"))
+        rows = settled(self.spark, out.collect)
         return {r.path: r.entries for r in rows}
 
     def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
+import uuid
 from dataclasses import dataclass, field, replace
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,6 +46,7 @@ STATS_DDL = (
 # they cost a fraction of a byte each (dictionary encoding costs several).
 DELTA_ENCODED = (RECORD_KEY, COMMIT_SEQNO)
 ARROW_BATCH_ROWS = 100_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -468,10 +471,51 @@ def run_task_job(df, task, ddl: str, as_arrow: bool = False):
     if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
     out = df.mapInArrow(task, ddl)
-    if as_arrow and hasattr(out, "toArrow"):  # pyspark 4
-        return out.toArrow().cast(arrow_schema_of(ddl))
-    rows = [r.asDict() for r in out.collect()]
-    return pa.Table.from_pylist(rows, schema=arrow_schema_of(ddl)) if as_arrow else rows
+
+    def run():
+        if as_arrow and hasattr(out, "toArrow"):  # pyspark 4
+            return out.toArrow().cast(arrow_schema_of(ddl))
+        rows = [r.asDict() for r in out.collect()]
+        return pa.Table.from_pylist(rows, schema=arrow_schema_of(ddl)) if as_arrow else rows
+
+    return settled(spark, run)
+
+
+SETTLE_TIMEOUT_S = 60.0
+
+
+def settled(spark, run: Callable[[], T]) -> T:
+    """`run()`, Spark jobs whose tasks write files. When one fails, Spark returns at once while
+    its sibling tasks may still be writing: wait until every task of those jobs has stopped,
+    so that the rollback that follows finds every file they wrote. (A Spark Connect client
+    has no view of the tasks: it does not wait.)"""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return run()
+    context = spark.sparkContext
+    tag = f"hudilite-write-{uuid.uuid4().hex}"
+    context.addJobTag(tag)
+    try:
+        return run()
+    except BaseException:
+        _wait_for_tasks(context, tag)
+        raise
+    finally:
+        context.removeJobTag(tag)
+
+
+def _wait_for_tasks(context, tag: str) -> None:
+    tracker = context._jsc.sc().statusTracker()
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        running = 0
+        for job in tracker.getJobIdsForTag(tag):
+            info = tracker.getJobInfo(job)
+            for stage in (info.get().stageIds() if info.isDefined() else []):
+                stage_info = tracker.getStageInfo(stage)
+                running += stage_info.get().numActiveTasks() if stage_info.isDefined() else 0
+        if not running:
+            return
+        time.sleep(0.05)
 
 
 def write_stat(r: dict) -> WriteStat:
