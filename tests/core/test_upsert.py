@@ -178,12 +178,16 @@ def test_a_shuffle_by_key_gives_each_task_one_whole_shard(spark, num_shards):
     assert sorted((r.shard, r.task) for r in placed) == [(i, i) for i in range(num_shards)]
 
 
-def test_an_index_sharded_by_the_older_hash_keeps_working_and_is_resharded_at_compaction(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
+def test_an_index_sharded_by_the_older_hash_keeps_working_and_is_resharded_at_compaction(spark, tmp_path, monkeypatch,
+                                                                                          small_write_bytes):
     from dbt.adapters.hudilite.table import index_files
     from dbt.adapters.hudilite.table.index_files import BASE
     from dbt.adapters.hudilite.table.record_index import entries_of
 
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    if small_write_bytes is not None:
+        table.file_sizing = FileSizing(small_write_bytes=small_write_bytes)
     table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(200)]))
     index, latest = table.index, table.timeline()[-1].timestamp
     legacy = Sharding(3, XXHASH64)  # as tables indexed before the hash changed: no hash in the state
