@@ -8,6 +8,7 @@ START: List[Row] = [(i, "v0", f"d{i % 3}") for i in range(30)]
 
 
 def batch_rows(operation: str) -> List[Tuple]:
+    operation = kind_of(operation)
     if operation == "append":
         return [(100 + i, "new", "d1") for i in range(5)]
     if operation == "insert_overwrite":
@@ -26,8 +27,14 @@ def batch_for(spark, operation: str):
     return spark.createDataFrame(batch_rows(operation), schema)
 
 
+def kind_of(operation: str) -> str:
+    """`merge_parallel` is a merge on the parallel path (`small_write_bytes=0`)."""
+    return "merge" if operation == "merge_parallel" else operation
+
+
 def rows_after(operation: str, before: List[Row]) -> List[Row]:
     batch = batch_rows(operation)
+    operation = kind_of(operation)
     if operation == "cluster":
         return sorted(before)
     if operation == "append":

@@ -1,6 +1,6 @@
 """One write in its own process, killed where HUDILITE_KILL_AT says (`table/faults.py`).
 
-    crash_writer.py PATH OPERATION    append | insert_overwrite | table | merge | delete | cluster
+    crash_writer.py PATH OPERATION    append | insert_overwrite | table | merge | merge_parallel | delete | cluster
 
 Then it cleans with `retain_commits=1` and archives down to one instant; index compaction is
 due after every commit."""
@@ -10,7 +10,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.hudilite.table import HudiTable, index_files
+from dbt.adapters.hudilite.table import FileSizing, HudiTable, index_files
 from tests.core.crash_cases import batch_for
 
 os.environ["HUDILITE_KILL_PID"] = str(os.getpid())  # before Spark starts: the executors inherit it
@@ -28,7 +28,9 @@ elif operation == "insert_overwrite":
     table.insert_overwrite(batch)
 elif operation == "table":
     table.insert_overwrite_table(batch)
-elif operation == "merge":
+elif operation in ("merge", "merge_parallel"):
+    if operation == "merge_parallel":  # packed rewrite tasks, then an insert job
+        table.file_sizing = FileSizing(small_write_bytes=0)
     table.upsert(batch)
 else:
     table.delete(batch)

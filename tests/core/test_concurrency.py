@@ -4,7 +4,7 @@ ConcurrentWriteError naming the other instant, leaving nothing of it behind."""
 
 import pytest
 
-from dbt.adapters.hudilite.table import ConcurrentWriteError, HudiTable
+from dbt.adapters.hudilite.table import ConcurrentWriteError, FileSizing, HudiTable
 from dbt.adapters.hudilite.table import index_files
 from dbt.adapters.hudilite.table.instant import INFLIGHT, Instant
 from dbt.adapters.hudilite.table.transaction import rollback
@@ -53,8 +53,12 @@ def test_writers_touching_different_file_groups_both_commit(spark, tmp_path):
     assert_hudi_rs_agrees(table)
 
 
-def test_a_writer_rewriting_a_file_group_another_rewrote_meanwhile_fails_and_leaves_nothing(spark, tmp_path):
+@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
+def test_a_writer_rewriting_a_file_group_another_rewrote_meanwhile_fails_and_leaves_nothing(spark, tmp_path,
+                                                                                           small_write_bytes):
     table = keyed_table(spark, tmp_path)
+    if small_write_bytes is not None:
+        table.file_sizing = FileSizing(small_write_bytes=small_write_bytes)
     before = table.timeline()
     other = HudiTable.open(spark, table.path)
     theirs = while_writing(table, lambda: other.upsert(customers(spark, [(2, "bob2", "eu")])))

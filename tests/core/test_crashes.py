@@ -18,7 +18,7 @@ from dbt.adapters.hudilite.table.faults import KILL_AT, PHASES
 from tests.core.crash_cases import START, rows_after
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
-OPERATIONS = ("append", "insert_overwrite", "table", "merge", "delete", "cluster")
+OPERATIONS = ("append", "insert_overwrite", "table", "merge", "merge_parallel", "delete", "cluster")
 PUBLISHED = ("after_publish", "clean", "compaction", "archive")  # the write is committed when these are reached
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,7 +38,8 @@ def contents(table):
 
 # Each write kind and each phase once (seven kills, a Spark start-up each): the suite's time.
 DEFAULT_CASES = {("append", "requested"), ("insert_overwrite", "archive"), ("table", "before_publish"),
-                 ("merge", "compaction"), ("merge", "after_publish"), ("delete", "clean"), ("cluster", "task")}
+                 ("merge", "compaction"), ("merge", "after_publish"), ("merge_parallel", "task"),
+                 ("delete", "clean"), ("cluster", "task")}
 CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",
                       marks=() if (operation, phase) in DEFAULT_CASES else pytest.mark.crash)
          for operation in OPERATIONS for phase in PHASES]
@@ -46,7 +47,7 @@ CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",
 
 @pytest.mark.parametrize("operation, phase", CASES)
 def test_a_killed_write_leaves_the_table_before_or_after_it(spark, tmp_path, operation, phase):
-    keyed = operation in ("merge", "delete")
+    keyed = operation in ("merge", "merge_parallel", "delete")
     table = start_table(spark, str(tmp_path / "t"), keyed)
     before = contents(table)
     env = dict(os.environ, **{KILL_AT: phase}, PYTHONPATH=ROOT)

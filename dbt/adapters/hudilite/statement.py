@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Set, Tuple
 
+from .table.environment import is_connect
+
 # Kinds the router acts on, named as Spark's plan names them.
 INSERT = "InsertIntoStatement"
 UPDATE = "UpdateTable"
@@ -39,11 +41,6 @@ class Statement:
     if_not_exists: bool = False
     placement: bool = False  # CREATE TABLE with PARTITIONED BY, LOCATION, OPTIONS or TBLPROPERTIES
     query: Optional[Callable[[], object]] = None  # the rows an INSERT or CREATE ... AS writes (a DataFrame)
-
-
-def is_connect(spark) -> bool:
-    """A Spark Connect session: Spark runs in a server, and no JVM is on this side."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def read_statement(spark, sql: str) -> Optional[Statement]:

@@ -32,7 +32,7 @@ from .keygen import partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
 from .lock import TableLock
 from .reader import read_base_files, read_data_files
-from .record_index import RecordIndex
+from .record_index import RecordIndex, Sharding
 from .rows import ROW_INDEX, insert_layout
 from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
 from .storage import Storage
@@ -62,7 +62,7 @@ def _shards(index_state: Optional[dict]) -> Optional[tuple]:
     change: None when not built."""
     if index_state is None:
         return None
-    return tuple(index_state.get(k) for k in ("num_shards", "shards", "shard_hash"))
+    return tuple(index_state.get(k) for k in Sharding.STATE_KEYS)
 
 
 class TableContext:

@@ -53,6 +53,11 @@ def check_java() -> None:
                                     f"is {found}: install Java 17 and point JAVA_HOME at it")
 
 
+def is_connect(spark) -> bool:
+    """A Spark Connect session: Spark runs in a server, and no JVM is on this side."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def check_python_workers(spark) -> None:
     """Spark's Python workers must import pyarrow (every write runs in them). They run
     `spark.pyspark.python` / PYSPARK_PYTHON, else `python3` from PATH, which is often not the
@@ -61,7 +66,7 @@ def check_python_workers(spark) -> None:
     Connect, once per session, by a job that imports what the writer needs."""
     if spark is None:  # storage only (the CLI's `tables`): nothing runs in Spark
         return
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if is_connect(spark):
         _check_connect_workers(spark)
         return
     context = spark.sparkContext

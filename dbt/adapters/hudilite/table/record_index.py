@@ -57,6 +57,7 @@ class Sharding:
 
     num_shards: int
     hash_name: str = MURMUR3
+    STATE_KEYS = ("num_shards", "shards", "shard_hash")  # where an index's state file says it
 
     @staticmethod
     def of_state(state: dict) -> "Sharding":
@@ -225,9 +226,11 @@ class RecordIndex(TableIndex):
         entries = functools.reduce(lambda a, b: a.unionByName(b), parts)
         return sorted(self._write(entries, instant, DELTA, self.sharding))
 
-    def visible_files(self, completed: List[Instant], as_of: Optional[str] = None) -> FilesByShard:
-        """Per shard, the (instant, path) of the base and the deltas the index at `as_of` reads."""
-        state = self.state()
+    def visible_files(self, completed: List[Instant], as_of: Optional[str] = None,
+                      state: Optional[dict] = None) -> FilesByShard:
+        """Per shard, the (instant, path) of the base and the deltas the index at `as_of` reads
+        (`state`: the state file, when the caller has read it)."""
+        state = state or self.state()
         done = completed_set(completed, as_of)
         out: FilesByShard = {}
         for shard in range(Sharding.of_state(state).num_shards):
@@ -238,9 +241,10 @@ class RecordIndex(TableIndex):
 
     def lookup_plan(self, completed: List[Instant], default_shards: int) -> LookupPlan:
         """Before the index is built (an empty table) every key is new: `default_shards` shards, no files."""
-        if not self.is_built():
+        state = self.state()
+        if state is None:
             return LookupPlan(Sharding(default_shards), {})
-        return LookupPlan(self.sharding, self.visible_files(completed))
+        return LookupPlan(Sharding.of_state(state), self.visible_files(completed, state=state))
 
     def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
         files = [path for per_shard in self.visible_files(completed, as_of).values() for _, path in per_shard]
@@ -280,5 +284,5 @@ class RecordIndex(TableIndex):
         entries = self.entries(completed, view).select("key", "file_id", F.lit(False).alias("deleted"))
         sharding = Sharding(self.num_shards)
         self._write(entries, instant, BASE, sharding)
-        state = {k: v for k, v in self.state().items() if k not in ("num_shards", "shards", "shard_hash")}
+        state = {k: v for k, v in self.state().items() if k not in Sharding.STATE_KEYS}
         self.files.finish_compaction(dict(state, **sharding.state(), base_instant=instant), superseded)

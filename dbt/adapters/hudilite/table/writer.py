@@ -29,6 +29,7 @@ from . import faults
 from .bloom import FileKeys
 from .file_sizing import TopUp
 from .commit import WriteStat
+from .environment import is_connect
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from .keygen import seqno_array
 from .layout import TMP_DIR, marker_path, partition_metadata_path
@@ -489,7 +490,7 @@ def settled(spark, run: Callable[[], T]) -> T:
     its sibling tasks may still be writing: wait until every task of those jobs has stopped,
     so that the rollback that follows finds every file they wrote. (A Spark Connect client
     has no view of the tasks: it does not wait.)"""
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if is_connect(spark):
         return run()
     context = spark.sparkContext
     tag = f"hudilite-write-{uuid.uuid4().hex}"
