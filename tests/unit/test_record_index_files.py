@@ -30,3 +30,17 @@ def test_latest_entry_wins_and_tombstones_show(tmp_path):
     files = [("20260101000000002", "2.delta.parquet"), ("20260101000000001", "1.base.parquet")]
     assert latest_entries(storage, files, ["a", "b", "c", "zz"]) == {
         "a": ("f2", False), "b": ("f1", True), "c": ("f1", False)}
+
+
+def test_lookup_over_many_row_groups_equals_a_plain_scan(tmp_path):
+    """Each row group has its own fileId dictionary; matches come from the first, middle and
+    last rows of groups, and keys between or beyond the stored ones find nothing."""
+    storage = Storage(str(tmp_path))
+    entries = [(f"k{i:05d}", f"fg-{(i * 7) % 13}-{i // 100}", i % 11 == 0) for i in range(0, 2000, 2)]
+    write_entries(storage, "1.base.parquet", entries, row_group_size=64)
+    with storage.open_input("1.base.parquet") as source:
+        assert pq.ParquetFile(source).metadata.num_row_groups == 16
+    wanted = [f"k{i:05d}" for i in (0, 126, 128, 130, 1000, 1001, 1998, 1999, 5000)] + ["a", "zz"]
+    stored = {k: (f, d) for k, f, d in entries}
+    assert latest_entries(storage, [("20260101000000001", "1.base.parquet")], wanted) == {
+        k: stored[k] for k in wanted if k in stored}
