@@ -3,7 +3,7 @@
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.hudilite.table.record_index import ENTRY_SCHEMA, latest_entries, row_groups_holding
+from dbt.adapters.hudilite.table.record_index import ENTRY_SCHEMA, keys_by_row_group, latest_entries, live_holders
 from dbt.adapters.hudilite.table.storage import Storage
 
 
@@ -14,13 +14,21 @@ def write_entries(storage, path, entries, row_group_size):
         pq.write_table(table, sink, row_group_size=row_group_size)
 
 
+def by_key(entries: pa.Table) -> dict:
+    assert entries.schema == ENTRY_SCHEMA
+    keys = entries.column("key").to_pylist()
+    assert keys == sorted(set(keys))  # one entry per key
+    return {k: (f, d) for k, f, d in zip(keys, entries.column("file_id").to_pylist(), entries.column("deleted").to_pylist())}
+
+
 def test_row_groups_by_key_range(tmp_path):
     storage = Storage(str(tmp_path))
     write_entries(storage, "base.parquet", [(f"k{i:03d}", "f1", False) for i in range(100)], row_group_size=10)
     with storage.open_input("base.parquet") as source:
         metadata = pq.ParquetFile(source).metadata
-    assert row_groups_holding(metadata, ["k005", "k007", "k055"]) == [0, 5]
-    assert row_groups_holding(metadata, ["a", "k0995", "z"]) == []  # between groups or outside all
+    wanted = ["k005", "k007", "k009", "k055"]
+    assert keys_by_row_group(metadata, wanted) == [(0, 0, 3), (5, 3, 4)]  # group, then wanted[start:end]
+    assert keys_by_row_group(metadata, ["a", "k0995", "z"]) == []  # between groups or outside all
 
 
 def test_latest_entry_wins_and_tombstones_show(tmp_path):
@@ -28,7 +36,7 @@ def test_latest_entry_wins_and_tombstones_show(tmp_path):
     write_entries(storage, "1.base.parquet", [("a", "f1", False), ("b", "f1", False), ("c", "f1", False)], 2)
     write_entries(storage, "2.delta.parquet", [("a", "f2", False), ("b", "f1", True)], 2)
     files = [("20260101000000002", "2.delta.parquet"), ("20260101000000001", "1.base.parquet")]
-    assert latest_entries(storage, files, ["a", "b", "c", "zz"]) == {
+    assert by_key(latest_entries(storage, files, ["a", "b", "c", "zz"])) == {
         "a": ("f2", False), "b": ("f1", True), "c": ("f1", False)}
 
 
@@ -42,5 +50,22 @@ def test_lookup_over_many_row_groups_equals_a_plain_scan(tmp_path):
         assert pq.ParquetFile(source).metadata.num_row_groups == 16
     wanted = [f"k{i:05d}" for i in (0, 126, 128, 130, 1000, 1001, 1998, 1999, 5000)] + ["a", "zz"]
     stored = {k: (f, d) for k, f, d in entries}
-    assert latest_entries(storage, [("20260101000000001", "1.base.parquet")], wanted) == {
+    assert by_key(latest_entries(storage, [("20260101000000001", "1.base.parquet")], wanted)) == {
         k: stored[k] for k in wanted if k in stored}
+
+
+def test_no_files_or_no_match_finds_nothing(tmp_path):
+    storage = Storage(str(tmp_path))
+    assert latest_entries(storage, [], ["a"]).num_rows == 0
+    write_entries(storage, "1.base.parquet", [("b", "f1", False)], 2)
+    assert latest_entries(storage, [("20260101000000001", "1.base.parquet")], ["a", "c"]).num_rows == 0
+
+
+def test_live_holders_skip_deleted_replaced_and_missing_keys():
+    found = pa.table({"key": ["deleted", "live", "replaced"], "file_id": ["f1", "f2", "f-old"],
+                      "deleted": [True, False, False]}, schema=ENTRY_SCHEMA)
+    keys = pa.array(["live", "missing", "replaced", "deleted", "live"])
+    file_ids, partitions = live_holders(found, keys, {"f1": "p=1", "f2": "p=2"})
+    assert file_ids.to_pylist() == ["f2", None, None, None, "f2"]
+    assert partitions.to_pylist() == ["p=2", None, None, None, "p=2"]
+    assert live_holders(found, keys, {})[0].null_count == 5

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import functools
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -108,53 +108,66 @@ def write_shards(base_path: str, instant: str, kind: str, batches: Iterator[pa.R
         yield pa.RecordBatch.from_pylist([{"path": path, "entries": end - start}], schema=_SHARD_RESULT)
 
 
-def row_groups_holding(metadata: pq.FileMetaData, sorted_keys: List[str]) -> List[int]:
-    """Row groups of a key-sorted index file whose key range holds one of `sorted_keys`."""
+def keys_by_row_group(metadata: pq.FileMetaData, sorted_keys: List[str]) -> List[Tuple[int, int, int]]:
+    """(row group, start, end) of a key-sorted index file's row groups whose key range holds
+    some of `sorted_keys`: those are `sorted_keys[start:end]`."""
     out = []
     for i in range(metadata.num_row_groups):
         stats = metadata.row_group(i).column(0).statistics
         if stats is None or not stats.has_min_max:
-            out.append(i)
+            out.append((i, 0, len(sorted_keys)))
             continue
-        at = bisect.bisect_left(sorted_keys, stats.min)
-        if at < len(sorted_keys) and sorted_keys[at] <= stats.max:
-            out.append(i)
+        start, end = bisect.bisect_left(sorted_keys, stats.min), bisect.bisect_right(sorted_keys, stats.max)
+        if start < end:
+            out.append((i, start, end))
     return out
 
 
-def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: List[str]) -> Dict[str, tuple]:
-    """key -> (file_id, deleted) as of the newest of `files` ((instant, path)) that
-    holds it; only the row groups that can hold one of `keys` are read."""
+def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: Sequence[str]) -> pa.Table:
+    """The newest entry (key, file_id, deleted) of each of `keys` that one of `files`
+    ((instant, path)) holds; only the row groups that can hold one of `keys` are read."""
     sorted_keys = sorted(set(keys))
     wanted = pa.array(sorted_keys, pa.string())
-    found: Dict[str, tuple] = {}
-    for _, path in sorted(files):  # oldest first: a later delta's entry wins
+    parts = []
+    for age, (_, path) in enumerate(sorted(files)):  # oldest first: a later delta's entry wins
         with storage.open_input(path) as source:
             parquet = pq.ParquetFile(source, read_dictionary=["file_id"])
-            for group in row_groups_holding(parquet.metadata, sorted_keys):
-                for key, file_id, deleted in _matches(parquet, group, wanted):
-                    found[key] = (file_id, deleted)
-    return found
+            for group, start, end in keys_by_row_group(parquet.metadata, sorted_keys):
+                found = _matches(parquet, group, wanted.slice(start, end - start))
+                parts.append(found.append_column("age", pa.repeat(pa.scalar(age, pa.int32()), found.num_rows)))
+    if not parts:
+        return ENTRY_SCHEMA.empty_table()
+    entries = pa.concat_tables(parts)
+    entries = entries.take(pc.sort_indices(entries, [("key", "ascending"), ("age", "descending")]))
+    keys_in_order = entries.column("key").combine_chunks()
+    first_of_key = pa.concat_arrays([pa.array([True]), pc.not_equal(keys_in_order[1:], keys_in_order[:-1])]) \
+        if len(keys_in_order) else pa.array([], pa.bool_())
+    return entries.filter(first_of_key).drop_columns(["age"])
 
 
-def _matches(parquet: pq.ParquetFile, group: int, wanted: pa.Array) -> Iterator[tuple]:
-    """(key, file_id, deleted) of the entries of one row group whose key is wanted. One row
-    group at a time, the key column first and the rest for matches only, fileIds kept as their
+def _matches(parquet: pq.ParquetFile, group: int, wanted: pa.Array) -> pa.Table:
+    """The entries of one row group whose key is wanted (`wanted`: the keys in the group's key
+    range, so that all groups together hash each key once), as ENTRY_SCHEMA. One row group at
+    a time, the key column first and the rest for matches only, fileIds kept as their
     dictionary: a shard's lookup then decodes its keys into the same few MB again and again.
     (Decoding a whole 2M-entry shard at once, fileIds as strings, allocated ~150 MB per lookup
     and took 2-8x as long inside a task, page faults included.)"""
     keys = parquet.read_row_group(group, columns=["key"], use_threads=False).column("key")
     at = pc.indices_nonzero(pc.is_in(keys, value_set=wanted))
-    if not len(at):
-        return iter(())
     rest = parquet.read_row_group(group, columns=["file_id", "deleted"], use_threads=False).take(at)
-    return zip(keys.take(at).to_pylist(), rest.column("file_id").to_pylist(), rest.column("deleted").to_pylist())
+    return pa.table([keys.take(at), rest.column("file_id").cast(pa.string()), rest.column("deleted")],
+                    schema=ENTRY_SCHEMA)
 
 
-def live_holders(found: Dict[str, tuple], keys: List[str], live: Dict[str, str]) -> List[Optional[str]]:
-    """Per key, the live file group holding it (None: not indexed, deleted, or replaced)."""
-    holders = [found.get(k, (None, True)) for k in keys]
-    return [f if not deleted and f in live else None for f, deleted in holders]
+def live_holders(found: pa.Table, keys: pa.Array, live: Dict[str, str]) -> Tuple[pa.Array, pa.Array]:
+    """Per key, (fileId, partition) of the live file group holding it (`live`: fileId ->
+    partition); nulls where the key is not indexed, deleted, or in a replaced file group."""
+    at = pc.index_in(keys, value_set=found.column("key").combine_chunks())
+    file_ids, deleted = found.column("file_id").take(at), found.column("deleted").take(at)
+    live_ids = pa.array(list(live), pa.string())
+    where = pc.index_in(pc.if_else(pc.fill_null(deleted, True), pa.scalar(None, pa.string()), file_ids),
+                        value_set=live_ids)
+    return live_ids.take(where), pa.array(list(live.values()), pa.string()).take(where)
 
 
 def _lookup_task(base_path: str, files_by_shard: FilesByShard, live: Dict[str, str],
@@ -169,10 +182,9 @@ def _lookup_task(base_path: str, files_by_shard: FilesByShard, live: Dict[str, s
                 keys_by_shard.setdefault(shard, []).append(key)
     for shard, keys in keys_by_shard.items():
         found = latest_entries(storage, files_by_shard.get(shard, []), keys)
-        rows = [(k, live[f], f) for k, f in zip(found, live_holders(found, list(found), live)) if f is not None]
-        if rows:
-            columns = list(zip(*rows))
-            yield pa.RecordBatch.from_arrays([pa.array(c, pa.string()) for c in columns], schema=_LOCATION)
+        file_ids, partitions = live_holders(found, found.column("key"), live)
+        held = pa.table([found.column("key"), partitions, file_ids], schema=_LOCATION).filter(pc.is_valid(file_ids))
+        yield from held.to_batches()
 
 
 def entries_of(rows: DataFrame) -> DataFrame:
