@@ -175,13 +175,14 @@ def _lookup_task(base_path: str, files_by_shard: FilesByShard, live: Dict[str, s
     """Executor side: the live entries of the keys that arrive (with their shard), reading
     each shard's index files directly."""
     storage = Storage(base_path)
-    keys_by_shard: Dict[int, List[str]] = {}
-    for batch in batches:
-        for shard, key in zip(batch.column("shard").to_pylist(), batch.column("key").to_pylist()):
-            if key is not None:
-                keys_by_shard.setdefault(shard, []).append(key)
-    for shard, keys in keys_by_shard.items():
-        found = latest_entries(storage, files_by_shard.get(shard, []), keys)
+    arrived = [b for b in batches if b.num_rows]
+    if not arrived:
+        return
+    arrived = pa.Table.from_batches(arrived)
+    arrived = arrived.filter(pc.is_valid(arrived.column("key")))
+    for shard in pc.unique(arrived.column("shard")).to_pylist():
+        keys = arrived.filter(pc.equal(arrived.column("shard"), shard)).column("key")
+        found = latest_entries(storage, files_by_shard.get(shard, []), keys.to_pylist())
         file_ids, partitions = live_holders(found, found.column("key"), live)
         held = pa.table([found.column("key"), partitions, file_ids], schema=_LOCATION).filter(pc.is_valid(file_ids))
         yield from held.to_batches()
