@@ -154,6 +154,8 @@ def _matches(parquet: pq.ParquetFile, group: int, wanted: pa.Array) -> pa.Table:
     and took 2-8x as long inside a task, page faults included.)"""
     keys = parquet.read_row_group(group, columns=["key"], use_threads=False).column("key")
     at = pc.indices_nonzero(pc.is_in(keys, value_set=wanted))
+    if not len(at):  # new keys fall in some group's range and match nothing there
+        return ENTRY_SCHEMA.empty_table()
     rest = parquet.read_row_group(group, columns=["file_id", "deleted"], use_threads=False).take(at)
     return pa.table([keys.take(at), rest.column("file_id").cast(pa.string()), rest.column("deleted")],
                     schema=ENTRY_SCHEMA)
