@@ -69,3 +69,23 @@ def test_live_holders_skip_deleted_replaced_and_missing_keys():
     assert file_ids.to_pylist() == ["f2", None, None, None, "f2"]
     assert partitions.to_pylist() == ["p=2", None, None, None, "p=2"]
     assert live_holders(found, keys, {})[0].null_count == 5
+
+
+def test_row_groups_without_statistics_and_keys_too_long_for_them(tmp_path):
+    """Row groups written without statistics, or holding a key over pyarrow's 4 KB statistics
+    limit, have no key range: every wanted key is probed there."""
+    storage = Storage(str(tmp_path))
+    long_key = "k" + "x" * 5000
+    entries = [("a", "f1", False), ("b", "f1", False), (long_key, "f2", False), ("l", "f3", True)]
+    table = pa.Table.from_pylist([dict(key=k, file_id=f, deleted=d) for k, f, d in entries], schema=ENTRY_SCHEMA)
+    with storage.open_output("long.parquet") as sink:
+        pq.write_table(table, sink, row_group_size=2)
+    with storage.open_output("bare.parquet") as sink:
+        pq.write_table(table, sink, row_group_size=2, write_statistics=False)
+    for path in ("long.parquet", "bare.parquet"):
+        with storage.open_input(path) as source:
+            metadata = pq.ParquetFile(source).metadata
+        wanted = sorted(["b", long_key, "l", "zz"])
+        assert (1, 0, len(wanted)) in keys_by_row_group(metadata, wanted)  # the long key's group: no range
+        assert by_key(latest_entries(storage, [("20260101000000001", path)], wanted)) == {
+            "b": ("f1", False), long_key: ("f2", False), "l": ("f3", True)}

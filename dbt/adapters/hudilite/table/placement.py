@@ -7,8 +7,8 @@ hash lands in the partition chosen for it (`routing_values`, from a port of Spar
 `Murmur3_x86_32.hashInt`, checked against Spark's own `hash` in the tests).
 
 File groups are packed into tasks by stored size, largest first onto the least loaded task
-(`pack`): a task per file group costs about 50 ms of fixed cost each on small file groups,
-so a rewrite runs at most as many tasks as the session's shuffle partitions.
+(`pack`): a task costs about 60 ms of fixed cost however small its file group, so a
+rewrite runs at most as many tasks as the session's shuffle partitions.
 """
 
 from __future__ import annotations
