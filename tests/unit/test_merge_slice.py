@@ -73,19 +73,21 @@ def tagged_rows():
 
 
 def test_the_summary_of_a_tagged_batch_counts_what_leaves_and_arrives():
-    from dbt.adapters.hudilite.table.upsert import summary_task
+    from dbt.adapters.hudilite.table.upsert import partial_summary, summary_of
 
     rows = tagged_rows()
-    parts = [r for b in summary_task(iter(rows.to_batches(max_chunksize=3))) for r in b.to_pylist()]
-    by_group = {}
-    for r in parts:  # batches are summarized one by one: the driver adds them up
-        total = by_group.setdefault(r["file_id"], {"leaving": 0, "arriving": 0, "rows": 0, "duplicate": set()})
-        for k in ("leaving", "arriving", "rows"):
-            total[k] += r[k]
-        total["duplicate"] |= {r["duplicate"]} if r["duplicate"] else set()
-    assert by_group["f1"] == {"leaving": 2, "arriving": 1, "rows": 3, "duplicate": set()}  # b moves, c is deleted
-    assert by_group["f2"] == {"leaving": 0, "arriving": 0, "rows": 2, "duplicate": {"d"}}
-    assert by_group[None] == {"leaving": 0, "arriving": 1, "rows": 2, "duplicate": set()}  # n arrives; x deletes nothing
+    whole = partial_summary(rows)
+    by_group = {r["file_id"]: r for r in whole.to_pylist()}
+    assert by_group["f1"] == {"file_id": "f1", "leaving": 2, "duplicate": None, "arriving": 1, "rows": 3}  # b moves, c goes
+    assert by_group["f2"] == {"file_id": "f2", "leaving": 0, "duplicate": "d", "arriving": 0, "rows": 2}
+    assert by_group[None] == {"file_id": None, "leaving": 0, "duplicate": None, "arriving": 1, "rows": 2}  # n arrives
+    # Tasks summarize their own rows; the driver adds their parts up.
+    parts = pa.concat_tables([partial_summary(rows.slice(0, 3)), partial_summary(rows.slice(3))])
+    summary = summary_of(parts)
+    assert summary.touched == {"f1": 2, "f2": 0} and summary.duplicate == "d"
+    assert (summary.arriving, summary.rows) == (2, 7)
+    nothing = summary_of(partial_summary(rows.slice(0, 0)))
+    assert (nothing.touched, nothing.duplicate, nothing.arriving, nothing.rows) == ({}, None, 0, 0)
 
 
 def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partition():

@@ -58,6 +58,12 @@ def marker_path(instant: str, file_path: str) -> str:
     return posixpath.join(markers_dir(instant), file_path + ".marker")
 
 
+def staged_path(instant: str, name: str) -> str:
+    """A file a write of `instant` keeps between its Spark jobs (an upsert's tagged batch). In the
+    instant's markers folder: deleted with it when the write publishes or is rolled back."""
+    return posixpath.join(markers_dir(instant), "staged", name)
+
+
 def index_file_name(instant: str, kind: str) -> str:
     """`<T>.base.parquet` (the index as of T) or `<T>.delta.parquet` (what instant T changed)."""
     return f"{instant}.{kind}.parquet"

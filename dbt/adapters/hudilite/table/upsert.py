@@ -4,7 +4,9 @@
 2. One task per shard (`tag_task`) resolves duplicates within the batch (the largest
    precombine value wins; without a precombine field they are flagged, and the driver raises
    an error naming the key), looks its keys up in that shard's index files and tags each row
-   with the file group holding the key now, if any.
+   with the file group holding the key now, if any. It stages the tagged rows in a file of
+   the instant (read by every later job: the batch is evaluated once) and returns their
+   summary: the file groups touched, the rows arriving, a duplicated key.
 3. Each touched file group is rewritten by one task (`merge_task`) that reads its
    latest slice and merges the batch's rows in Arrow (`merge_slice`): unchanged rows keep
    their commit time and seqno, updated rows get this instant's, deleted and moved-away rows
@@ -16,14 +18,15 @@
    keys.
 
 A small upsert (the file groups it rewrites and its batch under `small_write_bytes` on disk)
-does 3 to 5 in one task (`small_write_task`), one Spark job after the tagging. Larger ones
-keep a task per touched file group.
+does 3 to 5 in one task (`small_write_task`), one Spark job after the tagging: three jobs in
+all with the tagging shuffle's map stage. Larger ones keep a task per touched file group.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import uuid
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -43,13 +46,15 @@ from .file_group import FileGroup
 from .index import IndexChange
 from .index_files import DELTA
 from .instant import COMMIT
+from .layout import staged_path
 from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, latest_entries, live_holders, write_shards
 from .rows import ROW_INDEX, SLICE, insert_layout
 from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
-from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, grouped_by_file_group,
-                     by_rewrite_task, run_task_job, shuffle_partitions, run_write_job, write_slices, write_stat, write_task)
+from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, by_rewrite_task,
+                     fail_if_injected, grouped_by_file_group, run_task_job, run_write_job, shuffle_partitions,
+                     task_context, write_slices, write_stat, write_task)
 
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"
@@ -74,11 +79,43 @@ def tagged_schema(batch_schema: T.StructType) -> T.StructType:
     return T.StructType(list(batch_schema.fields) + extra)
 
 
-def tag(batch: DataFrame, plan: LookupPlan, base_path: str, live: Dict[str, str], precombine: Optional[str]) -> DataFrame:
-    """The batch, one row per key, tagged with where each key lives now (see `tag_task`)."""
-    task = functools.partial(tag_task, base_path, plan.files_by_shard, live, precombine)
+def stage_tagged(batch: DataFrame, plan: LookupPlan, live: Dict[str, str], precombine: Optional[str],
+                 spec: WriteSpec) -> Tuple["Summary", List[str]]:
+    """The batch tagged (`tag_task`) in one Spark job: (its summary, the staged files holding
+    the tagged rows). The batch is evaluated once; every later job reads the staged files."""
+    task = functools.partial(tag_task, plan.files_by_shard, live, precombine, spec)
     sharded = plan.sharding.distribute(batch.withColumn(SHARD, plan.sharding.shard_of(F.col(RECORD_KEY))), RECORD_KEY, SHARD)
-    return sharded.mapInArrow(task, tagged_schema(batch.schema))
+    return _staging_job(sharded, task)
+
+
+def restage(tagged: DataFrame, spec: WriteSpec) -> Tuple["Summary", List[str]]:
+    """Tagged rows (filtered after tagging) staged again: (their summary, the staged files)."""
+    return _staging_job(tagged, functools.partial(stage_task, spec))
+
+
+def _staging_job(rows: DataFrame, task) -> Tuple["Summary", List[str]]:
+    parts = run_task_job(rows, task, STAGED_SUMMARY_DDL, as_arrow=True)
+    return summary_of(parts), sorted(set(parts.column(STAGED).to_pylist()))
+
+
+def staged_rows(spark, base_path: str, paths: List[str], schema: T.StructType) -> DataFrame:
+    """The tagged rows of the staged files, a task per file (no shuffle)."""
+    task = functools.partial(read_staged_task, base_path, paths)
+    return spark.range(len(paths), numPartitions=max(1, len(paths))).mapInArrow(task, schema)
+
+
+def read_staged_task(base_path: str, paths: List[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: the rows of the staged files whose positions in `paths` arrive."""
+    yield from read_staged(Storage(base_path), paths, batches).to_batches(ARROW_BATCH_ROWS)
+
+
+def read_staged(storage: Storage, paths: List[str], positions: Iterator[pa.RecordBatch]) -> pa.Table:
+    tables = []
+    for batch in positions:
+        for i in batch.column(0).to_pylist():
+            with storage.open_input(paths[i]) as source:
+                tables.append(pa.ipc.open_file(source).read_all())
+    return pa.concat_tables(tables) if tables else pa.table({})
 
 
 def one_row_per_key(rows: pa.Table, precombine: Optional[str]) -> Tuple[pa.Table, pa.Array]:
@@ -105,27 +142,47 @@ def one_row_per_key(rows: pa.Table, precombine: Optional[str]) -> Tuple[pa.Table
     return rows, pc.invert(pc.and_(first_of_key, last_of_key))
 
 
-def tag_task(base_path: str, files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str],
-             precombine: Optional[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def tag_task(files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str], precombine: Optional[str],
+             spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the batch rows of some shards, deduplicated and tagged with the live
     (partition, fileId) of their key from the shard's index files (`live`: fileId -> partition
-    of the live file groups)."""
+    of the live file groups), into a staged file of this task attempt. Returns the rows'
+    partial summary (`partial_summary`), each row naming that file."""
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
     rows = pa.concat_tables(tables)
-    storage = Storage(base_path)
+    storage = Storage(spec.base_path)
     shards = rows.column(SHARD)
+    tagged = []
     for shard in pc.unique(shards).to_pylist():
         part, duplicate = one_row_per_key(rows.filter(pc.equal(shards, shard)).drop_columns([SHARD]), precombine)
         keys = part.column(RECORD_KEY)
         found = latest_entries(storage, files_by_shard.get(shard, []), keys.to_pylist())
         file_ids, partitions = live_holders(found, keys, live)
-        tagged = part.append_column(OLD_PARTITION, partitions)
-        tagged = tagged.append_column(OLD_FILE_ID, file_ids)
-        tagged = tagged.append_column(DUPLICATE, duplicate)
-        tagged = tagged.append_column(SHARD, pa.array([shard] * tagged.num_rows, pa.int32()))
-        yield from tagged.to_batches()
+        tagged.append(part.append_column(OLD_PARTITION, partitions).append_column(OLD_FILE_ID, file_ids)
+                      .append_column(DUPLICATE, duplicate)
+                      .append_column(SHARD, pa.repeat(pa.scalar(shard, pa.int32()), part.num_rows)))
+    yield from _staged(spec, pa.concat_tables(tagged))
+
+
+def stage_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: tagged rows into a staged file of this task attempt (see `tag_task`)."""
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if tables:
+        yield from _staged(spec, pa.concat_tables(tables))
+
+
+def _staged(spec: WriteSpec, tagged: pa.Table) -> Iterator[pa.RecordBatch]:
+    """`tagged` written to a staged file of this task attempt; its partial summary, each row
+    naming the file (the driver takes the files of the attempts whose results it keeps)."""
+    task_partition, attempt, _ = task_context(spec)
+    path = staged_path(spec.instant, f"tagged-{task_partition}-{uuid.uuid4().hex}.arrow")
+    with Storage(spec.base_path).open_output(path) as sink, pa.ipc.new_file(sink, tagged.schema, options=STAGED_IPC) as out:
+        out.write_table(tagged, ARROW_BATCH_ROWS)
+    fail_if_injected(spec, task_partition, attempt)
+    summary = partial_summary(tagged)
+    yield from summary.append_column(STAGED, pa.repeat(pa.scalar(path), summary.num_rows)).to_batches()
 
 
 def is_leaving():
@@ -147,36 +204,31 @@ class Summary:
 
 
 SUMMARY_DDL = "file_id string, leaving long, duplicate string, arriving long, rows long"
+STAGED = "staged"  # the tagging job's summary rows name the staged file of their rows
+STAGED_SUMMARY_DDL = SUMMARY_DDL + f", {STAGED} string"
+STAGED_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
-def summarize(tagged: DataFrame) -> Summary:
-    """Partial summaries per task (`summary_task`), added up here: no shuffle, one job."""
+def summary_of(parts: pa.Table) -> Summary:
+    """Partial summaries (`partial_summary`) added up."""
     touched: Dict[str, int] = {}
-    duplicates, arriving, rows = [], 0, 0
-    for r in tagged.mapInArrow(summary_task, SUMMARY_DDL).collect():
-        if r.file_id is not None:
-            touched[r.file_id] = touched.get(r.file_id, 0) + r.leaving
-        if r.duplicate is not None:
-            duplicates.append(r.duplicate)
-        arriving += r.arriving
-        rows += r.rows
-    return Summary(touched, min(duplicates) if duplicates else None, arriving, rows)
+    for file_id, leaving in zip(parts.column("file_id").to_pylist(), parts.column("leaving").to_pylist()):
+        if file_id is not None:
+            touched[file_id] = touched.get(file_id, 0) + leaving
+    return Summary(touched, pc.min(parts.column("duplicate")).as_py(), pc.sum(parts.column("arriving")).as_py() or 0,
+                   pc.sum(parts.column("rows")).as_py() or 0)
 
 
-def summary_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: per fileId of the tagged rows (null: no stored row), the rows leaving it,
-    the smallest duplicated key, the rows arriving in new file groups and all rows."""
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        rows = pa.Table.from_batches([batch])
-        duplicate = pc.if_else(rows.column(DUPLICATE), rows.column(RECORD_KEY), pa.scalar(None, pa.string()))
-        parts = pa.table({"file_id": rows.column(OLD_FILE_ID), "leaving": pc.cast(leaving_mask(rows), pa.int64()),
-                          "duplicate": duplicate, "arriving": pc.cast(arriving_mask(rows), pa.int64())})
-        summed = parts.group_by("file_id").aggregate([("leaving", "sum"), ("duplicate", "min"), ("arriving", "sum"),
-                                                      ([], "count_all")])
-        yield from summed.select(["file_id", "leaving_sum", "duplicate_min", "arriving_sum", "count_all"]) \
-            .rename_columns(["file_id", "leaving", "duplicate", "arriving", "rows"]).to_batches()
+def partial_summary(rows: pa.Table) -> pa.Table:
+    """Per fileId of tagged rows (null: no stored row), the rows leaving it, the smallest
+    duplicated key, the rows arriving in new file groups and all rows."""
+    duplicate = pc.if_else(rows.column(DUPLICATE), rows.column(RECORD_KEY), pa.scalar(None, pa.string()))
+    parts = pa.table({"file_id": rows.column(OLD_FILE_ID), "leaving": pc.cast(leaving_mask(rows), pa.int64()),
+                      "duplicate": duplicate, "arriving": pc.cast(arriving_mask(rows), pa.int64())})
+    summed = parts.group_by("file_id").aggregate([("leaving", "sum"), ("duplicate", "min"), ("arriving", "sum"),
+                                                  ([], "count_all")])
+    return summed.select(["file_id", "leaving_sum", "duplicate_min", "arriving_sum", "count_all"]) \
+        .rename_columns(["file_id", "leaving", "duplicate", "arriving", "rows"])
 
 
 def is_small(touched_bytes: int, batch_rows: int, bytes_per_row: Optional[int], limit: int) -> bool:
@@ -284,18 +336,18 @@ def insert_rows(rows: pa.Table, data_names: Sequence[str], partitioned: bool) ->
 
 
 def small_write_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
-                     update_columns: Optional[List[str]], index_built: bool, spec: WriteSpec,
-                     batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                     update_columns: Optional[List[str]], index_built: bool, spec: WriteSpec, staged: List[str],
+                     positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side, a small upsert in one task: the touched file groups merged (`merge_task`),
     then the new keys written to new file groups (`write_task`, seqnos numbered on from the
     merge's). Returns the write stats and, once the index is built, the instant's index
     entries: the new file groups' keys (read back from their files) and tombstones of deleted
     keys. The driver writes the index delta from the entries of the attempt it takes (a
-    speculative twin's differ)."""
-    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-    if not tables:
+    speculative twin's differ). The tagged rows are read here from the staged files (whose
+    positions in `staged` arrive)."""
+    rows = read_staged(Storage(spec.base_path), staged, positions)
+    if not rows.num_rows:
         return
-    rows = pa.concat_tables(tables)
     stats: List[dict] = []
     touched = rows.filter(pc.is_valid(rows.column(OLD_FILE_ID)))
     if touched.num_rows:
@@ -384,58 +436,52 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         batch = keyed_batch(ctx, df, data_schema)
         plan = index.lookup_plan(ctx.timeline.completed(), shuffle_partitions(ctx.spark))
         current = {g.file_id: g for g in view.live_groups()}
-        tagged = tag(batch, plan, ctx.storage.base_path, {f: g.partition for f, g in current.items()},
-                     ctx.config.precombine_field)
-        tagged = tagged.persist()  # the batch is evaluated once: everything below reads this
-        try:
-            summary = summarize(tagged)
-            if predicates:
-                rejected = _keys_rejected_by(ctx, tagged, current, predicates, predicate_alias)
-                kept = tagged.join(rejected, RECORD_KEY, "left_anti").persist()
-                tagged.unpersist()
-                tagged = kept
-                summary = summarize(tagged)
-            if summary.duplicate is not None:
-                raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
-                                "set a precombine field to choose between them")
-            if ctx.config.precombine_field and any(summary.touched.values()):
-                stale = _stale_leaving_keys(ctx, tagged, current)
-                if stale:  # such rows change nothing: drop them before anything is written
-                    kept = tagged.where(~F.col(RECORD_KEY).isin(stale)).persist()
-                    tagged.unpersist()
-                    tagged = kept
-                    summary = summarize(tagged)
-            touched = summary.touched
-            spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
-            slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
-            data_names = [f.name for f in data_schema.fields]
-            sizes = {f: current[f].latest.size for f in touched}
-            if is_small(sum(sizes.values()), summary.rows, stored_bytes_per_row(list(current.values())),
-                        ctx.file_sizing.small_write_bytes):
-                stats, inserted, index_files = _write_small(ctx, tagged, spec, slices, data_names, update_columns)
-            else:
-                stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary,
-                                               data_schema)
-                index_files = None
-            if not stats and data_schema == ctx.committed_schema():
-                return None  # nothing changed: no instant (the transaction rolls it back)
-            if index_files is None:
-                index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
-                                                                       removed=tombstones(tagged)))
-        finally:
-            tagged.unpersist()
+        summary, staged = stage_tagged(batch, plan, {f: g.partition for f, g in current.items()},
+                                       ctx.config.precombine_field, ctx.write_spec(txn.instant))
+        rows_of = functools.partial(staged_rows, ctx.spark, ctx.storage.base_path, schema=tagged_schema(batch.schema))
+        tagged = rows_of(staged)
+        if predicates:
+            rejected = _keys_rejected_by(ctx, summary, current, predicates, predicate_alias)
+            summary, staged = restage(tagged.join(rejected, RECORD_KEY, "left_anti"), ctx.write_spec(txn.instant))
+            tagged = rows_of(staged)
+        if summary.duplicate is not None:
+            raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
+                            "set a precombine field to choose between them")
+        if ctx.config.precombine_field and any(summary.touched.values()):
+            stale = _stale_leaving_keys(ctx, tagged, summary, current)
+            if stale:  # such rows change nothing: drop them before anything is written
+                summary, staged = restage(tagged.where(~F.col(RECORD_KEY).isin(stale)), ctx.write_spec(txn.instant))
+                tagged = rows_of(staged)
+        touched = summary.touched
+        spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
+        slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
+        data_names = [f.name for f in data_schema.fields]
+        sizes = {f: current[f].latest.size for f in touched}
+        if is_small(sum(sizes.values()), summary.rows, stored_bytes_per_row(list(current.values())),
+                    ctx.file_sizing.small_write_bytes):
+            stats, inserted, index_files = _write_small(ctx, staged, spec, slices, data_names, update_columns)
+        else:
+            stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary,
+                                           data_schema)
+            index_files = None
+        if not stats and data_schema == ctx.committed_schema():
+            return None  # nothing changed: no instant (the transaction rolls it back)
+        if index_files is None:
+            index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
+                                                                   removed=tombstones(tagged)))
         ctx.commit(txn, operation, data_schema, stats, index_files)
     ctx.after_commit(build_missing_index=True)
     return txn.instant
 
 
-def _write_small(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
+def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
                  data_names: List[str], update_columns: Optional[List[str]]) -> Tuple[List[WriteStat], List[WriteStat], List[str]]:
-    """(write stats, those of new file groups, index files): one task, one Spark job."""
+    """(write stats, those of new file groups, index files): one task, one Spark job, over the
+    tagged rows of the staged files."""
     built = ctx.index.is_built()
     task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns,
-                             built, spec)
-    rows = run_task_job(tagged.coalesce(1), task, SMALL_WRITE_DDL, as_arrow=True)
+                             built, spec, staged)
+    rows = run_task_job(ctx.spark.range(len(staged), numPartitions=1), task, SMALL_WRITE_DDL, as_arrow=True)
     is_entry = pc.is_valid(rows.column("entry_key"))
     stats = [write_stat(r) for r in rows.filter(pc.invert(is_entry)).to_pylist()]
     index_files: List[str] = []
@@ -467,21 +513,20 @@ def _write_large(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: 
     return stats + inserted, inserted
 
 
-def _keys_rejected_by(ctx: TableContext, tagged: DataFrame, current: Dict[str, FileGroup], predicates: Sequence[str],
+def _keys_rejected_by(ctx: TableContext, summary: Summary, current: Dict[str, FileGroup], predicates: Sequence[str],
                       alias: Optional[str]) -> DataFrame:
     """Keys of the batch whose stored rows the predicates keep from matching."""
-    holders = {r[0] for r in tagged.where(F.col(OLD_FILE_ID).isNotNull()).select(OLD_FILE_ID).distinct().collect()}
-    stored = ctx.read_files([current[f].latest for f in sorted(holders)])
+    stored = ctx.read_files([current[f].latest for f in sorted(summary.touched)])
     return keys_rejected_by(stored.alias(alias) if alias else stored, predicates, ctx.name)
 
 
-def _stale_leaving_keys(ctx: TableContext, tagged: DataFrame, current: Dict[str, FileGroup]) -> List[str]:
+def _stale_leaving_keys(ctx: TableContext, tagged: DataFrame, summary: Summary, current: Dict[str, FileGroup]) -> List[str]:
     """Keys whose batch row would delete its stored row or move it to another partition, but
     is older than it by the precombine field. In-place updates are compared in `merge_slice`;
     these must be caught before the new partition gets the row. A null precombine value (an
     explicit delete by key) is never older."""
     leaving = tagged.where(F.col(OLD_FILE_ID).isNotNull() & is_leaving())
-    holders = sorted({r[0] for r in leaving.select(OLD_FILE_ID).distinct().collect()})
+    holders = sorted(f for f, n in summary.touched.items() if n)
     precombine = resolve_columns([ctx.config.precombine_field], ctx.existing_schema())[0]
     stored = ctx.read_files([current[f].latest for f in holders]).select(
         F.col(RECORD_KEY), F.col(quote(precombine)).alias(STORED_PRECOMBINE))

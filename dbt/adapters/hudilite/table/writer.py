@@ -257,16 +257,21 @@ def _runs(batch: pa.RecordBatch, column: int) -> Iterator[Tuple[str, pa.RecordBa
         yield values[start].as_py(), batch.slice(start, end - start)
 
 
-def _task_context(spec: WriteSpec) -> Tuple[int, int, str]:
+def task_context(spec: WriteSpec) -> Tuple[int, int, str]:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     return ctx.partitionId(), ctx.attemptNumber(), write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber())
 
 
-def _finish(spec: WriteSpec, task_partition: int, attempt: int, stats: List[dict]) -> Iterator[pa.RecordBatch]:
+def fail_if_injected(spec: WriteSpec, task_partition: int, attempt: int) -> None:
+    """The crash tests' failure of one task attempt, after it wrote its files."""
     if spec.fail_task_attempt == (task_partition, attempt):
         raise RuntimeError(f"injected failure in task {task_partition} attempt {attempt}")
+
+
+def _finish(spec: WriteSpec, task_partition: int, attempt: int, stats: List[dict]) -> Iterator[pa.RecordBatch]:
+    fail_if_injected(spec, task_partition, attempt)
     if spec.speculative_task == task_partition and attempt == 0:
         _write_as_second_attempt(spec, stats)
     if stats:
@@ -290,7 +295,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     """Rows in the insert layout (`rows.insert_layout`), per partition path the task meets:
     first into the small file group the spec offers this task there (a new slice of it, up to
     its room), then into new file groups, rolled over at the size limit."""
-    task_partition, attempt, token = _task_context(spec)
+    task_partition, attempt, token = task_context(spec)
     layout = insert_layout(spec.auto_keys, spec.partitioned)
     storage = Storage(spec.base_path)
     top_ups = {p: offered[task_partition] for p, offered in spec.top_ups.items() if task_partition < len(offered)}
@@ -353,7 +358,7 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
     """Executor side, Copy-On-Write: each slice becomes a base file of the same fileId at this
     instant. A changed row (null commit time) gets this instant's commit time and a new seqno
     numbered within the task; an unchanged one keeps both."""
-    task_partition, attempt, token = _task_context(spec)
+    task_partition, attempt, token = task_context(spec)
     storage = Storage(spec.base_path)
     stats: List[dict] = []
     commit_time = pa.scalar(spec.instant, pa.string())
@@ -410,7 +415,7 @@ def rewrite_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator
 def cluster_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Rows in the `rows.CLUSTER_ROWS` layout, grouped by clustering group: each group's rows,
     unchanged but for the file name, into new file groups of at most its `rows_per_file` rows."""
-    task_partition, attempt, token = _task_context(spec)
+    task_partition, attempt, token = task_context(spec)
     storage = Storage(spec.base_path)
     stats: List[dict] = []
     out: Optional[_OpenBaseFile] = None
