@@ -15,6 +15,7 @@ import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
 from dbt.adapters.hudilite.table.faults import KILL_AT, PHASES
+from dbt.adapters.hudilite.table.layout import MARKERS_DIR
 from tests.core.crash_cases import START, rows_after
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
@@ -78,4 +79,6 @@ def test_a_killed_write_leaves_the_table_before_or_after_it(spark, tmp_path, ope
     keys = [r[0] for r in table.read().select("_hoodie_record_key").collect()]
     assert len(keys) == len(set(keys))
     assert table.validate() == []
+    markers = os.path.join(table.path, MARKERS_DIR)  # the killed write's markers and staged files went with it
+    assert [os.path.join(d, f) for d, _, files in os.walk(markers) for f in files] == []
     assert_hudi_rs_agrees(table)

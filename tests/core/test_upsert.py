@@ -7,6 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConfigurationError, DataError, FileSizing, HudiTable, SchemaError
+from dbt.adapters.hudilite.table.layout import MARKERS_DIR
 from dbt.adapters.hudilite.table.record_index import MURMUR3, XXHASH64, Sharding
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -426,3 +427,26 @@ def test_a_rewritten_slice_keeps_its_rows_in_file_order_and_an_exact_bloom_foote
     assert sorted(r.id for r in table.read().where("region = 'eu'").collect()) == [3, 5, 8, 25, 61, 70, 99]
     assert table.validate() == []
     assert_hudi_rs_agrees(table)
+
+
+def _files_under(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, files in os.walk(root) for f in files)
+
+
+@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
+def test_the_tagged_batch_is_staged_once_and_leaves_with_the_write(spark, tmp_path, small_write_bytes):
+    """Tagging stages the batch in files of the instant, read by every later job: they are gone
+    once the upsert commits, and once it fails (a duplicated key found by the tagging)."""
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    if small_write_bytes is not None:
+        table.file_sizing = FileSizing(small_write_bytes=small_write_bytes)
+    table.insert(customers(spark, [(i, "old", f"r{i % 3}", 1) for i in range(30)]))
+    markers = os.path.join(table.path, MARKERS_DIR)
+    instant = table.upsert(customers(spark, [(i, "new", f"r{i % 3}", 2) for i in range(20, 40)]).repartition(3))
+    assert sorted((r.id, r.name) for r in table.read().collect()) == sorted(
+        [(i, "old") for i in range(20)] + [(i, "new") for i in range(20, 40)])
+    assert instant and _files_under(markers) == []
+    with pytest.raises(DataError, match="record key '7' more than once"):
+        table.upsert(customers(spark, [(7, "a", "r1", 3), (7, "b", "r1", 3)]))
+    assert _files_under(markers) == []
+    assert table.validate() == []
