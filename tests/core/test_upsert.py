@@ -7,6 +7,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConfigurationError, DataError, FileSizing, HudiTable, SchemaError
+from dbt.adapters.hudilite.table import upsert as upsert_module
+from dbt.adapters.hudilite.table.file_group import parse_base_file_name
 from dbt.adapters.hudilite.table.layout import MARKERS_DIR
 from dbt.adapters.hudilite.table.record_index import MURMUR3, XXHASH64, Sharding
 from tests.core.hudi_rs import assert_hudi_rs_agrees
@@ -322,7 +324,7 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
     the same rows, commit times, write stats and index, through moves, deletes, stale rows and
     duplicates; the small path runs two Spark jobs."""
     tables = {}
-    for name, limit in (("small", 32 << 20), ("large", 0)):
+    for name, limit in (("small", 32 << 20), ("small, a task per file group", 32 << 20), ("large", 0)):
         table = HudiTable.create(spark, str(tmp_path / name), "customers", record_key="id", partition_by="region",
                                  precombine="version")
         table.file_sizing = FileSizing(small_write_bytes=limit)
@@ -339,12 +341,15 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
     counts = {}
     for batch in batches:
         for name, table in tables.items():
-            counts.setdefault(name, []).append(_jobs(spark, lambda: table.upsert(batch)))
+            with pytest.MonkeyPatch.context() as patch:
+                if name == "small, a task per file group":  # the tasks share the work: the new rows in one of them
+                    patch.setattr(upsert_module, "MIN_TASK_BYTES", 1)
+                counts.setdefault(name, []).append(_jobs(spark, lambda: table.upsert(batch)))
     deleted = spark.createDataFrame([(8,), (100,)], "id long")
     for table in tables.values():
         table.delete(deleted)
     small, large = tables["small"], tables["large"]
-    assert _snapshot(small) == _snapshot(large)
+    assert _snapshot(small) == _snapshot(large) == _snapshot(tables["small, a task per file group"])
     for table in tables.values():  # a commit's seqnos are unique (merge and insert number apart)
         seqnos = [(r._hoodie_commit_time, r._hoodie_commit_seqno) for r in table.read().collect()]
         assert len(seqnos) == len(set(seqnos))
@@ -352,13 +357,17 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
     assert rows[1][1:4] == ("in place", "r1", 6) and rows[2][1:3] == ("moved", "r9") and rows[3][1:3] == ("again3", "r0")
     assert rows[7][1:3] == ("n7", "r3") and rows[5][1] == "second" and not {4, 8, 100} & set(rows)
     assert rows[10][1:4] == ("ten", "r2", 20)
-    for a, b in zip(small.timeline()[1:], large.timeline()[1:]):
+    split = tables["small, a task per file group"]
+    for a, b, c in zip(small.timeline()[1:], large.timeline()[1:], split.timeline()[1:]):
         summary = lambda t, i: sorted((s.partitionPath, bool(s.prevCommit), s.numWrites, s.numInserts,  # noqa: E731
                                        s.numUpdateWrites, s.numDeletes) for s in t.commit_metadata(i).write_stats)
-        assert summary(small, a) == summary(large, b)
+        assert summary(small, a) == summary(large, b) == summary(split, c)
     # In place only: tagging (with adaptive execution the shuffle's map stage is a job of its own),
     # then one write. Batch 1 also builds the index; 2 and 3 check leaving rows' precombine.
-    assert counts["small"][3] == 3, counts
+    assert counts["small"][3] == counts["small, a task per file group"][3] == 3, counts
+    tasks = lambda t, i: {parse_base_file_name(s.path).write_token.split("-")[0]  # noqa: E731
+                          for s in t.commit_metadata(i).write_stats}
+    assert len(tasks(split, split.timeline()[3])) == 4 and len(tasks(small, small.timeline()[3])) == 1
     assert all(small <= large - 2 for small, large in zip(counts["small"], counts["large"])), counts
     for table in tables.values():
         assert table.validate() == []

@@ -102,10 +102,10 @@ def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partitio
                                   {"_hudilite_row_index": 1, "_hoodie_record_key": "n", "_hoodie_partition_path": "p3", "id": 5}]
 
 
-def test_an_upsert_is_small_by_the_bytes_it_rewrites_and_its_batch():
+def test_an_upsert_is_small_by_its_batch():
     from dbt.adapters.hudilite.table.upsert import is_small
 
-    assert is_small(touched_bytes=40 << 20, batch_rows=100_000, bytes_per_row=100, limit=64 << 20)
-    assert not is_small(touched_bytes=60 << 20, batch_rows=100_000, bytes_per_row=100, limit=64 << 20)
-    assert not is_small(touched_bytes=0, batch_rows=0, bytes_per_row=100, limit=0)  # 0: always the parallel path
-    assert not is_small(touched_bytes=0, batch_rows=10, bytes_per_row=None, limit=64 << 20)  # nothing stored to size by
+    assert is_small(batch_rows=100_000, bytes_per_row=100, limit=64 << 20)  # however much it rewrites: tasks share that
+    assert not is_small(batch_rows=1_000_000, bytes_per_row=100, limit=64 << 20)  # each task reads the whole batch
+    assert not is_small(batch_rows=0, bytes_per_row=100, limit=0)  # 0: always the shuffle
+    assert not is_small(batch_rows=10, bytes_per_row=None, limit=64 << 20)  # nothing stored to size by

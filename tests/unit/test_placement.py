@@ -16,6 +16,13 @@ def test_pack_balances_bytes_over_at_most_max_tasks():
     assert max(load) - min(load) <= 10 and sum(load) == 300
 
 
+def test_pack_makes_no_more_tasks_than_one_per_min_task_bytes_of_work():
+    sizes = {"a": 5, "b": 3, "c": 9, "d": 1}
+    assert pack(sizes, 8, min_task_bytes=7) == {"c": 0, "a": 1, "b": 1, "d": 1}  # 18 bytes: two tasks
+    assert set(pack(sizes, 8, min_task_bytes=100).values()) == {0}  # less than one task's worth: still one task
+    assert set(pack(sizes, 3, min_task_bytes=1).values()) == {0, 1, 2}  # max_tasks still caps it
+
+
 def test_pack_is_the_same_for_the_same_sizes():
     sizes = {f"fg{i}": 7 for i in range(20)}
     assert pack(sizes, 4) == pack(dict(reversed(list(sizes.items()))), 4)

@@ -50,10 +50,13 @@ def routing_values(num_partitions: int) -> List[int]:
     return [out[i] for i in range(num_partitions)]
 
 
-def pack(sizes: Dict[str, int], max_tasks: int) -> Dict[str, int]:
+def pack(sizes: Dict[str, int], max_tasks: int, min_task_bytes: int = 0) -> Dict[str, int]:
     """fileId -> task, for at most `max_tasks` tasks (one per file group when there are no
-    more): the largest file group first, each onto the task with the fewest bytes so far."""
+    more, and no more than one per `min_task_bytes` of work): the largest file group first,
+    each onto the task with the fewest bytes so far."""
     tasks = max(1, min(len(sizes), max_tasks))
+    if min_task_bytes > 0:
+        tasks = max(1, min(tasks, sum(sizes.values()) // min_task_bytes))
     load = [(0, task) for task in range(tasks)]
     out: Dict[str, int] = {}
     for file_id in sorted(sizes, key=lambda f: (-sizes[f], f)):

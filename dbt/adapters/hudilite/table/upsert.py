@@ -17,9 +17,11 @@
 5. The index delta of the instant: the keys of the new file groups, tombstones for deleted
    keys.
 
-A small upsert (the file groups it rewrites and its batch under `small_write_bytes` on disk)
-does 3 to 5 in one task (`small_write_task`), one Spark job after the tagging: three jobs in
-all with the tagging shuffle's map stage. Larger ones keep a task per touched file group.
+A small upsert (its batch under `small_write_bytes` on disk) does 3 to 5 in one Spark job
+after the tagging, without a shuffle: each task (`small_write_task`) reads the whole staged
+batch and rewrites its share of the touched file groups (packed by size, `placement.pack`),
+and one of them also writes the new keys. That is three jobs in all, with the tagging
+shuffle's map stage. A larger batch is shuffled to a task per touched file group.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from .index import IndexChange
 from .index_files import DELTA
 from .instant import COMMIT
 from .layout import staged_path
+from .placement import pack
 from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, latest_entries, live_holders, write_shards
 from .rows import ROW_INDEX, SLICE, insert_layout
 from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
@@ -106,16 +109,17 @@ def staged_rows(spark, base_path: str, paths: List[str], schema: T.StructType) -
 
 def read_staged_task(base_path: str, paths: List[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the rows of the staged files whose positions in `paths` arrive."""
-    yield from read_staged(Storage(base_path), paths, batches).to_batches(ARROW_BATCH_ROWS)
+    mine = [paths[i] for batch in batches for i in batch.column(0).to_pylist()]
+    if mine:
+        yield from read_staged(Storage(base_path), mine).to_batches(ARROW_BATCH_ROWS)
 
 
-def read_staged(storage: Storage, paths: List[str], positions: Iterator[pa.RecordBatch]) -> pa.Table:
+def read_staged(storage: Storage, paths: List[str]) -> pa.Table:
     tables = []
-    for batch in positions:
-        for i in batch.column(0).to_pylist():
-            with storage.open_input(paths[i]) as source:
-                tables.append(pa.ipc.open_file(source).read_all())
-    return pa.concat_tables(tables) if tables else pa.table({})
+    for path in paths:
+        with storage.open_input(path) as source:
+            tables.append(pa.ipc.open_file(source).read_all())
+    return pa.concat_tables(tables)
 
 
 def one_row_per_key(rows: pa.Table, precombine: Optional[str]) -> Tuple[pa.Table, pa.Array]:
@@ -231,11 +235,11 @@ def partial_summary(rows: pa.Table) -> pa.Table:
         .rename_columns(["file_id", "leaving", "duplicate", "arriving", "rows"])
 
 
-def is_small(touched_bytes: int, batch_rows: int, bytes_per_row: Optional[int], limit: int) -> bool:
-    """Whether an upsert is small enough for one task: the on-disk bytes of the file groups it
-    rewrites plus its batch at the table's bytes per stored row. Without stored rows to size
-    the batch by (a first build, stats without sizes) it is not: a first build may be large."""
-    return limit > 0 and bytes_per_row is not None and touched_bytes + batch_rows * bytes_per_row <= limit
+def is_small(batch_rows: int, bytes_per_row: Optional[int], limit: int) -> bool:
+    """Whether an upsert's batch is small enough for every task of the one-job path to read
+    it whole: its rows at the table's bytes per stored row. Without stored rows to size the
+    batch by (a first build, stats without sizes) it is not: a first build may be large."""
+    return limit > 0 and bytes_per_row is not None and batch_rows * bytes_per_row <= limit
 
 
 def stored_bytes_per_row(groups: Sequence[FileGroup]) -> Optional[int]:
@@ -335,26 +339,36 @@ def insert_rows(rows: pa.Table, data_names: Sequence[str], partitioned: bool) ->
                     names=list(layout.meta) + list(data_names))
 
 
+# The new rows' share of a small upsert's work in `placement.pack` (no fileId is empty).
+NEW_ROWS = ""
+# A small upsert splits its work into tasks of at least this many bytes: a task's fixed cost
+# (about 60 ms) is that of rewriting about 2 MB.
+MIN_TASK_BYTES = 4 * 1024 * 1024
+
+
 def small_write_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
                      update_columns: Optional[List[str]], index_built: bool, spec: WriteSpec, staged: List[str],
-                     positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side, a small upsert in one task: the touched file groups merged (`merge_task`),
-    then the new keys written to new file groups (`write_task`, seqnos numbered on from the
-    merge's). Returns the write stats and, once the index is built, the instant's index
-    entries: the new file groups' keys (read back from their files) and tombstones of deleted
-    keys. The driver writes the index delta from the entries of the attempt it takes (a
-    speculative twin's differ). The tagged rows are read here from the staged files (whose
-    positions in `staged` arrive)."""
-    rows = read_staged(Storage(spec.base_path), staged, positions)
-    if not rows.num_rows:
+                     placed: Dict[str, int], numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side, task n (its number arrives) of a small upsert: reads the tagged rows of
+    the staged files, merges its touched file groups (`placed`: fileId -> task, `merge_task`),
+    then, if `NEW_ROWS` is placed on it, writes the new keys to new file groups (`write_task`,
+    seqnos numbered on from the merge's). Returns the write stats and, once the index is
+    built, its part of the instant's index entries: the new file groups' keys (read back from
+    their files) and tombstones of keys deleted from its file groups. The driver writes the
+    index delta from the entries of the attempts it takes (a speculative twin's differ)."""
+    me = {n for batch in numbers for n in batch.column(0).to_pylist()}
+    mine = {f for f, n in placed.items() if n in me}
+    if not mine:
         return
+    storage = Storage(spec.base_path)
+    rows = read_staged(storage, staged)
     stats: List[dict] = []
-    touched = rows.filter(pc.is_valid(rows.column(OLD_FILE_ID)))
+    touched = rows.filter(pc.is_in(rows.column(OLD_FILE_ID), value_set=pa.array(sorted(mine - {NEW_ROWS}), pa.string())))
     if touched.num_rows:
         touched = touched.sort_by([(OLD_FILE_ID, "ascending"), (RECORD_KEY, "ascending")])
         for out in merge_task(slices, data_names, precombine, update_columns, spec, iter(touched.to_batches())):
             stats += out.to_pylist()
-    arriving = rows.filter(arriving_mask(rows))
+    arriving = rows.filter(arriving_mask(rows)) if NEW_ROWS in mine else rows.slice(0, 0)
     inserted: List[dict] = []
     if arriving.num_rows:
         then = dataclasses.replace(spec, first_row=sum(s["num_writes"] for s in stats))
@@ -366,22 +380,22 @@ def small_write_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], 
         written = [dict(s, entry_key=None, entry_deleted=None, entry_shard=None) for s in stats + inserted]
         yield pa.RecordBatch.from_pylist(written, schema=schema)
     if index_built:
-        entries = _index_entries(rows, inserted, Storage(spec.base_path))
+        entries = _index_entries(rows, touched.filter(touched.column(IS_DELETED)), inserted, storage)
         columns = {"file_id": entries.column("file_id"), "entry_key": entries.column("key"),
                    "entry_deleted": entries.column("deleted"), "entry_shard": entries.column("shard")}
         yield from pa.table([columns.get(f.name, pa.nulls(entries.num_rows, f.type)) for f in schema],
                             schema=schema).to_batches(ARROW_BATCH_ROWS)
 
 
-def _index_entries(rows: pa.Table, inserted: List[dict], storage: Storage) -> pa.Table:
-    """(key, file_id, deleted, shard): what `RecordIndex.delta` writes for this instant."""
+def _index_entries(rows: pa.Table, gone: pa.Table, inserted: List[dict], storage: Storage) -> pa.Table:
+    """(key, file_id, deleted, shard): what `RecordIndex.delta` writes for the new file groups
+    (`inserted`) and the deleted keys (`gone`, tagged rows); `rows` are the whole batch's."""
     parts = []
     for stat in inserted:
         with storage.open_input(stat["path"]) as source:
             keys = pq.read_table(source, columns=[RECORD_KEY]).column(0)
         parts.append(pa.table({"key": keys, "file_id": pa.repeat(pa.scalar(stat["file_id"]), len(keys)),
                                "deleted": pa.repeat(pa.scalar(False), len(keys))}))
-    gone = rows.filter(pc.and_(pc.is_valid(rows.column(OLD_FILE_ID)), rows.column(IS_DELETED)))
     parts.append(pa.table({"key": gone.column(RECORD_KEY), "file_id": gone.column(OLD_FILE_ID),
                            "deleted": pa.repeat(pa.scalar(True), gone.num_rows)}))
     entries = pa.concat_tables([p.cast(ENTRY_SCHEMA) for p in parts])
@@ -457,9 +471,10 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
         data_names = [f.name for f in data_schema.fields]
         sizes = {f: current[f].latest.size for f in touched}
-        if is_small(sum(sizes.values()), summary.rows, stored_bytes_per_row(list(current.values())),
-                    ctx.file_sizing.small_write_bytes):
-            stats, inserted, index_files = _write_small(ctx, staged, spec, slices, data_names, update_columns)
+        bytes_per_row = stored_bytes_per_row(list(current.values()))
+        if is_small(summary.rows, bytes_per_row, ctx.file_sizing.small_write_bytes):
+            stats, inserted, index_files = _write_small(ctx, staged, spec, slices, sizes,
+                                                        summary.arriving * bytes_per_row, data_names, update_columns)
         else:
             stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary,
                                            data_schema)
@@ -475,13 +490,20 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
 
 
 def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
-                 data_names: List[str], update_columns: Optional[List[str]]) -> Tuple[List[WriteStat], List[WriteStat], List[str]]:
-    """(write stats, those of new file groups, index files): one task, one Spark job, over the
-    tagged rows of the staged files."""
+                 sizes: Dict[str, int], new_bytes: int, data_names: List[str],
+                 update_columns: Optional[List[str]]) -> Tuple[List[WriteStat], List[WriteStat], List[str]]:
+    """(write stats, those of new file groups, index files): one Spark job over the tagged rows
+    of the staged files, its tasks given the touched file groups (`sizes`: fileId -> stored
+    bytes) and the new rows (`new_bytes`) by size."""
+    work = dict(sizes, **({NEW_ROWS: new_bytes} if new_bytes else {}))
+    if not work:
+        return [], [], []
+    placed = pack(work, shuffle_partitions(ctx.spark), MIN_TASK_BYTES)
+    tasks = max(placed.values()) + 1
     built = ctx.index.is_built()
     task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns,
-                             built, spec, staged)
-    rows = run_task_job(ctx.spark.range(len(staged), numPartitions=1), task, SMALL_WRITE_DDL, as_arrow=True)
+                             built, spec, staged, placed)
+    rows = run_task_job(ctx.spark.range(tasks, numPartitions=tasks), task, SMALL_WRITE_DDL, as_arrow=True)
     is_entry = pc.is_valid(rows.column("entry_key"))
     stats = [write_stat(r) for r in rows.filter(pc.invert(is_entry)).to_pylist()]
     index_files: List[str] = []
