@@ -24,6 +24,10 @@ DEFAULT_CONF = {
     "spark.sql.catalogImplementation": "in-memory",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+    # PySpark 4 walks the Python stack on every DataFrame and Column call to tell errors where
+    # they came from: in dbt that is always this adapter's code, never the model's, and the
+    # walk costs a write tens of milliseconds (`benchmarks/profile_write.py`).
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 # Settings fixed when a Spark application starts: a Connect client cannot set them.
 STATIC_CONF = {"spark.sql.catalogImplementation", "spark.sql.warehouse.dir"}

@@ -343,6 +343,9 @@ class TableContext:
         """`df`'s data columns in table order, with the table's names and types, then `extra`.
         Keys and partition paths are built from these, never from the rows as they came: a
         key column spelled in another case, or an int arriving for a double, keys the same row."""
+        if not extra and [(f.name, f.dataType) for f in df.schema.fields] == [
+                (f.name, f.dataType) for f in data_schema.fields]:
+            return df  # already so: a select would only cost its analysis
         actual = {f.name.lower(): f for f in df.schema.fields}
         data = []
         for field in data_schema.fields:
