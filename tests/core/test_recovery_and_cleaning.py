@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable, TimelineError
-from dbt.adapters.hudilite.table.layout import marker_path, writer_path
+from dbt.adapters.hudilite.table.layout import marker_path, staged_path, writer_path
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 
@@ -232,12 +232,24 @@ def test_the_cleaner_removes_zombie_files_and_leaves_writers_in_flight_alone(spa
     late = file_of(rolled_back, 2)                   # its task wrote after the rollback
     in_flight = str(int(table.timeline()[-1].timestamp) + 10)
     pending_file = _leave_a_dead_write(table, in_flight, os.getppid())  # a live writer, still going
+
+    def staged_file_of(instant):  # an upsert's tagged rows, kept between its jobs
+        path = os.path.join(table.path, staged_path(instant, "tagged-0-x.arrow"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"ARROW1")
+        return path
+
+    left_by_kill = staged_file_of(t2)  # its driver was killed after publishing, before deleting them
+    left_late, still_used = staged_file_of(rolled_back), staged_file_of(in_flight)
     assert sum("stray file" in p for p in table.validate()) == 2
 
     table.clean(retain_commits=10)
     assert not os.path.exists(os.path.join(table.path, speculative))
     assert not os.path.exists(os.path.join(table.path, late))
     assert os.path.exists(os.path.join(table.path, pending_file))  # the live writer's file stays
+    assert not os.path.exists(os.path.dirname(left_by_kill)) and not os.path.exists(os.path.dirname(left_late))
+    assert os.path.exists(still_used)
     assert not any("stray file" in p for p in table.validate())
     assert sorted(r.id for r in table.read().collect()) == list(range(9))
     assert_hudi_rs_agrees(table)

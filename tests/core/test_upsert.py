@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from dbt.adapters.hudilite.table import ConfigurationError, DataError, FileSizing, HudiTable, SchemaError
 from dbt.adapters.hudilite.table import upsert as upsert_module
 from dbt.adapters.hudilite.table.file_group import parse_base_file_name
-from dbt.adapters.hudilite.table.layout import MARKERS_DIR
+from dbt.adapters.hudilite.table.layout import MARKERS_DIR, staged_dir
 from dbt.adapters.hudilite.table.record_index import MURMUR3, XXHASH64, Sharding
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -181,7 +181,7 @@ def test_a_shuffle_by_key_gives_each_task_one_whole_shard(spark, num_shards):
     assert sorted((r.shard, r.task) for r in placed) == [(i, i) for i in range(num_shards)]
 
 
-@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
+@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-job path, the shuffle path
 def test_an_index_sharded_by_the_older_hash_keeps_working_and_is_resharded_at_compaction(spark, tmp_path, monkeypatch,
                                                                                           small_write_bytes):
     from dbt.adapters.hudilite.table import index_files
@@ -320,9 +320,9 @@ _groups = itertools.count()
 
 
 def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
-    """The one-task path for small upserts (`small_write_bytes`) and the parallel path write
+    """The one-job path for small upserts (`small_write_bytes`), in one task or several, and the shuffle path write
     the same rows, commit times, write stats and index, through moves, deletes, stale rows and
-    duplicates; the small path runs two Spark jobs."""
+    duplicates; the small path runs three Spark jobs."""
     tables = {}
     for name, limit in (("small", 32 << 20), ("small, a task per file group", 32 << 20), ("large", 0)):
         table = HudiTable.create(spark, str(tmp_path / name), "customers", record_key="id", partition_by="region",
@@ -375,7 +375,7 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
 
 
 def test_a_retried_small_upsert_task_leaves_one_copy(spark, tmp_path):
-    """A small upsert's one task fails once after writing: the retry's files and index entries
+    """A small upsert's tagging task and its write task fail once after writing: the retry's files and index entries
     are the commit's, the failed attempt's files are gone."""
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
     table.insert(customers(spark, [(i, "x", f"r{i % 2}", 1) for i in range(20)]))
@@ -403,7 +403,7 @@ def test_seqnos_of_an_upsert_on_the_parallel_path_are_unique(spark, tmp_path):
     assert table.validate() == []
 
 
-@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
+@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-job path, the shuffle path
 def test_a_rewritten_slice_keeps_its_rows_in_file_order_and_an_exact_bloom_footer(spark, tmp_path, small_write_bytes):
     """An update-only rewrite keeps the stored row order and the stored footer (the same bytes
     a rebuild gives); a rewrite that deletes, moves out or adds keys gets a footer of its own
@@ -442,18 +442,33 @@ def _files_under(root):
     return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, files in os.walk(root) for f in files)
 
 
-@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
-def test_the_tagged_batch_is_staged_once_and_leaves_with_the_write(spark, tmp_path, small_write_bytes):
-    """Tagging stages the batch in files of the instant, read by every later job: they are gone
-    once the upsert commits, and once it fails (a duplicated key found by the tagging)."""
+@pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-job path, the shuffle path
+def test_the_tagged_batch_is_staged_once_and_leaves_with_the_write(spark, tmp_path, small_write_bytes, monkeypatch):
+    """Tagging stages the batch in a file per tagging task, which every later job reads (the
+    batch itself is evaluated once): they are gone once the upsert commits, and once it fails
+    (a duplicated key found by the tagging). A speculative twin's staged file is never read."""
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
     if small_write_bytes is not None:
         table.file_sizing = FileSizing(small_write_bytes=small_write_bytes)
     table.insert(customers(spark, [(i, "old", f"r{i % 3}", 1) for i in range(30)]))
+    table.build_index()
+    shards = table.index.lookup_plan(table.context.timeline.completed(), 4).sharding.num_shards
+    staged_then = []
+    for name in ("_write_small", "_write_large"):  # the driver's side of the writing job: the files are there
+        real = getattr(upsert_module, name)
+
+        def seeing(ctx, rows, spec, *args, real=real):
+            staged_then.append(_files_under(os.path.join(ctx.storage.base_path, staged_dir(spec.instant))))
+            return real(ctx, rows, spec, *args)
+        monkeypatch.setattr(upsert_module, name, seeing)
     markers = os.path.join(table.path, MARKERS_DIR)
+    table.write_options = {"speculative_task": 0}
     instant = table.upsert(customers(spark, [(i, "new", f"r{i % 3}", 2) for i in range(20, 40)]).repartition(3))
+    table.write_options = {}
     assert sorted((r.id, r.name) for r in table.read().collect()) == sorted(
-        [(i, "old") for i in range(20)] + [(i, "new") for i in range(20, 40)])
+        [(i, "old") for i in range(20)] + [(i, "new") for i in range(20, 40)])  # the twin's rows were not read
+    (files,) = staged_then
+    assert len(files) == shards + 1 and all(f.startswith("tagged-") and f.endswith(".arrow") for f in files)
     assert instant and _files_under(markers) == []
     with pytest.raises(DataError, match="record key '7' more than once"):
         table.upsert(customers(spark, [(7, "a", "r1", 3), (7, "b", "r1", 3)]))

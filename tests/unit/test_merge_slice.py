@@ -82,12 +82,15 @@ def test_the_summary_of_a_tagged_batch_counts_what_leaves_and_arrives():
     assert by_group["f2"] == {"file_id": "f2", "leaving": 0, "duplicate": "d", "arriving": 0, "rows": 2}
     assert by_group[None] == {"file_id": None, "leaving": 0, "duplicate": None, "arriving": 1, "rows": 2}  # n arrives
     # Tasks summarize their own rows; the driver adds their parts up.
-    parts = pa.concat_tables([partial_summary(rows.slice(0, 3)), partial_summary(rows.slice(3))])
-    summary = summary_of(parts)
+    def staged(part, size):  # as a tagging task returns it: the first row carries its rows' bytes
+        summary = partial_summary(part)
+        return summary.append_column("staged_bytes", pa.array([size] + [0] * (summary.num_rows - 1), pa.int64()))
+
+    summary = summary_of(pa.concat_tables([staged(rows.slice(0, 3), 100), staged(rows.slice(3), 50)]))
     assert summary.touched == {"f1": 2, "f2": 0} and summary.duplicate == "d"
-    assert (summary.arriving, summary.rows) == (2, 7)
-    nothing = summary_of(partial_summary(rows.slice(0, 0)))
-    assert (nothing.touched, nothing.duplicate, nothing.arriving, nothing.rows) == ({}, None, 0, 0)
+    assert (summary.arriving, summary.rows, summary.bytes) == (2, 7, 150)
+    nothing = summary_of(partial_summary(rows.slice(0, 0)).append_column("staged_bytes", pa.array([], pa.int64())))
+    assert (nothing.touched, nothing.duplicate, nothing.arriving, nothing.rows, nothing.bytes) == ({}, None, 0, 0, 0)
 
 
 def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partition():
@@ -105,7 +108,6 @@ def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partitio
 def test_an_upsert_is_small_by_its_batch():
     from dbt.adapters.hudilite.table.upsert import is_small
 
-    assert is_small(batch_rows=100_000, bytes_per_row=100, limit=64 << 20)  # however much it rewrites: tasks share that
-    assert not is_small(batch_rows=1_000_000, bytes_per_row=100, limit=64 << 20)  # each task reads the whole batch
-    assert not is_small(batch_rows=0, bytes_per_row=100, limit=0)  # 0: always the shuffle
-    assert not is_small(batch_rows=10, bytes_per_row=None, limit=64 << 20)  # nothing stored to size by
+    assert is_small(batch_bytes=10 << 20, limit=32 << 20)  # however much it rewrites: tasks share that
+    assert not is_small(batch_bytes=40 << 20, limit=32 << 20)  # each task holds the whole batch
+    assert not is_small(batch_bytes=0, limit=0)  # 0: always the shuffle

@@ -58,10 +58,15 @@ def marker_path(instant: str, file_path: str) -> str:
     return posixpath.join(markers_dir(instant), file_path + ".marker")
 
 
+def staged_dir(instant: str) -> str:
+    """Files a write of `instant` keeps between its Spark jobs (an upsert's tagged batch). In the
+    instant's markers folder: deleted with it when the write publishes or is rolled back, and by
+    the cleaner when a late task wrote there after that."""
+    return posixpath.join(markers_dir(instant), "staged")
+
+
 def staged_path(instant: str, name: str) -> str:
-    """A file a write of `instant` keeps between its Spark jobs (an upsert's tagged batch). In the
-    instant's markers folder: deleted with it when the write publishes or is rolled back."""
-    return posixpath.join(markers_dir(instant), "staged", name)
+    return posixpath.join(staged_dir(instant), name)
 
 
 def index_file_name(instant: str, kind: str) -> str:

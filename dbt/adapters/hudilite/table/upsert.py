@@ -48,7 +48,7 @@ from .file_group import FileGroup
 from .index import IndexChange
 from .index_files import DELTA
 from .instant import COMMIT
-from .layout import staged_path
+from .layout import staged_dir, staged_path
 from .placement import pack
 from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, latest_entries, live_holders, write_shards
 from .rows import ROW_INDEX, SLICE, insert_layout
@@ -158,35 +158,54 @@ def tag_task(files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, s
     rows = pa.concat_tables(tables)
     storage = Storage(spec.base_path)
     shards = rows.column(SHARD)
-    tagged = []
-    for shard in pc.unique(shards).to_pylist():
-        part, duplicate = one_row_per_key(rows.filter(pc.equal(shards, shard)).drop_columns([SHARD]), precombine)
-        keys = part.column(RECORD_KEY)
-        found = latest_entries(storage, files_by_shard.get(shard, []), keys.to_pylist())
-        file_ids, partitions = live_holders(found, keys, live)
-        tagged.append(part.append_column(OLD_PARTITION, partitions).append_column(OLD_FILE_ID, file_ids)
-                      .append_column(DUPLICATE, duplicate)
-                      .append_column(SHARD, pa.repeat(pa.scalar(shard, pa.int32()), part.num_rows)))
-    yield from _staged(spec, pa.concat_tables(tagged))
+    def tagged() -> Iterator[pa.Table]:
+        for shard in pc.unique(shards).to_pylist():
+            part, duplicate = one_row_per_key(rows.filter(pc.equal(shards, shard)).drop_columns([SHARD]), precombine)
+            keys = part.column(RECORD_KEY)
+            found = latest_entries(storage, files_by_shard.get(shard, []), keys.to_pylist())
+            file_ids, partitions = live_holders(found, keys, live)
+            yield (part.append_column(OLD_PARTITION, partitions).append_column(OLD_FILE_ID, file_ids)
+                   .append_column(DUPLICATE, duplicate)
+                   .append_column(SHARD, pa.repeat(pa.scalar(shard, pa.int32()), part.num_rows)))
+
+    yield from _staged(spec, tagged())
 
 
 def stage_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: tagged rows into a staged file of this task attempt (see `tag_task`)."""
-    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-    if tables:
-        yield from _staged(spec, pa.concat_tables(tables))
+    yield from _staged(spec, (pa.Table.from_batches([b]) for b in batches if b.num_rows))
 
 
-def _staged(spec: WriteSpec, tagged: pa.Table) -> Iterator[pa.RecordBatch]:
-    """`tagged` written to a staged file of this task attempt; its partial summary, each row
-    naming the file (the driver takes the files of the attempts whose results it keeps)."""
+def _staged(spec: WriteSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+    """Tagged rows written to a staged file of this task attempt, as they come; their partial
+    summary, each row naming the file (the driver takes the files of the attempts whose results
+    it keeps) and the first row carrying the rows' bytes in Arrow."""
     task_partition, attempt, _ = task_context(spec)
+    storage = Storage(spec.base_path)
     path = staged_path(spec.instant, f"tagged-{task_partition}-{uuid.uuid4().hex}.arrow")
-    with Storage(spec.base_path).open_output(path) as sink, pa.ipc.new_file(sink, tagged.schema, options=STAGED_IPC) as out:
-        out.write_table(tagged, ARROW_BATCH_ROWS)
+    summaries, size, out, sink = [], 0, None, None
+    try:
+        for table in tables:
+            if out is None:
+                sink = storage.open_output(path)
+                out = pa.ipc.new_file(sink, table.schema, options=STAGED_IPC)
+            out.write_table(table, ARROW_BATCH_ROWS)
+            summaries.append(partial_summary(table))
+            size += table.nbytes
+    finally:
+        if out is not None:
+            out.close()
+            sink.close()
+    if out is None:
+        return
+    if spec.speculative_task == task_partition and attempt == 0:  # a twin's file, which no later job may read
+        storage.write_bytes(staged_path(spec.instant, f"tagged-{task_partition}-{uuid.uuid4().hex}.arrow"),
+                            storage.read_bytes(path))
     fail_if_injected(spec, task_partition, attempt)
-    summary = partial_summary(tagged)
-    yield from summary.append_column(STAGED, pa.repeat(pa.scalar(path), summary.num_rows)).to_batches()
+    summary = pa.concat_tables(summaries)
+    sizes = pa.array([size] + [0] * (summary.num_rows - 1), pa.int64())
+    yield from summary.append_column(STAGED, pa.repeat(pa.scalar(path), summary.num_rows)) \
+        .append_column(STAGED_BYTES, sizes).to_batches()
 
 
 def is_leaving():
@@ -205,11 +224,13 @@ class Summary:
     duplicate: Optional[str]  # a key the batch holds twice (without a precombine field)
     arriving: int  # rows for new file groups
     rows: int  # rows of the batch, one per key
+    bytes: int  # of those rows in Arrow
 
 
 SUMMARY_DDL = "file_id string, leaving long, duplicate string, arriving long, rows long"
 STAGED = "staged"  # the tagging job's summary rows name the staged file of their rows
-STAGED_SUMMARY_DDL = SUMMARY_DDL + f", {STAGED} string"
+STAGED_BYTES = "staged_bytes"
+STAGED_SUMMARY_DDL = SUMMARY_DDL + f", {STAGED} string, {STAGED_BYTES} long"
 STAGED_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
@@ -219,8 +240,9 @@ def summary_of(parts: pa.Table) -> Summary:
     for file_id, leaving in zip(parts.column("file_id").to_pylist(), parts.column("leaving").to_pylist()):
         if file_id is not None:
             touched[file_id] = touched.get(file_id, 0) + leaving
-    return Summary(touched, pc.min(parts.column("duplicate")).as_py(), pc.sum(parts.column("arriving")).as_py() or 0,
-                   pc.sum(parts.column("rows")).as_py() or 0)
+    total = lambda column: pc.sum(parts.column(column)).as_py() or 0  # noqa: E731
+    return Summary(touched, pc.min(parts.column("duplicate")).as_py(), total("arriving"), total("rows"),
+                   total(STAGED_BYTES))
 
 
 def partial_summary(rows: pa.Table) -> pa.Table:
@@ -235,17 +257,10 @@ def partial_summary(rows: pa.Table) -> pa.Table:
         .rename_columns(["file_id", "leaving", "duplicate", "arriving", "rows"])
 
 
-def is_small(batch_rows: int, bytes_per_row: Optional[int], limit: int) -> bool:
-    """Whether an upsert's batch is small enough for every task of the one-job path to read
-    it whole: its rows at the table's bytes per stored row. Without stored rows to size the
-    batch by (a first build, stats without sizes) it is not: a first build may be large."""
-    return limit > 0 and bytes_per_row is not None and batch_rows * bytes_per_row <= limit
-
-
-def stored_bytes_per_row(groups: Sequence[FileGroup]) -> Optional[int]:
-    rows = sum(g.latest.num_records for g in groups)
-    size = sum(g.latest.size for g in groups)
-    return max(1, size // rows) if rows and size else None
+def is_small(batch_bytes: int, limit: int) -> bool:
+    """Whether an upsert's batch (its tagged rows' bytes in Arrow) is small enough for every
+    task of the one-job path to hold it whole."""
+    return 0 < limit and batch_bytes <= limit
 
 
 def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names: Sequence[str],
@@ -450,43 +465,53 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         batch = keyed_batch(ctx, df, data_schema)
         plan = index.lookup_plan(ctx.timeline.completed(), shuffle_partitions(ctx.spark))
         current = {g.file_id: g for g in view.live_groups()}
-        summary, staged = stage_tagged(batch, plan, {f: g.partition for f, g in current.items()},
-                                       ctx.config.precombine_field, ctx.write_spec(txn.instant))
-        rows_of = functools.partial(staged_rows, ctx.spark, ctx.storage.base_path, schema=tagged_schema(batch.schema))
-        tagged = rows_of(staged)
-        if predicates:
-            rejected = _keys_rejected_by(ctx, summary, current, predicates, predicate_alias)
-            summary, staged = restage(tagged.join(rejected, RECORD_KEY, "left_anti"), ctx.write_spec(txn.instant))
-            tagged = rows_of(staged)
-        if summary.duplicate is not None:
-            raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
-                            "set a precombine field to choose between them")
-        if ctx.config.precombine_field and any(summary.touched.values()):
-            stale = _stale_leaving_keys(ctx, tagged, summary, current)
-            if stale:  # such rows change nothing: drop them before anything is written
-                summary, staged = restage(tagged.where(~F.col(RECORD_KEY).isin(stale)), ctx.write_spec(txn.instant))
-                tagged = rows_of(staged)
-        touched = summary.touched
-        spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched})
-        slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
-        data_names = [f.name for f in data_schema.fields]
-        sizes = {f: current[f].latest.size for f in touched}
-        bytes_per_row = stored_bytes_per_row(list(current.values()))
-        if is_small(summary.rows, bytes_per_row, ctx.file_sizing.small_write_bytes):
-            stats, inserted, index_files = _write_small(ctx, staged, spec, slices, sizes,
-                                                        summary.arriving * bytes_per_row, data_names, update_columns)
-        else:
-            stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary,
-                                           data_schema)
-            index_files = None
+        try:
+            stats, inserted, index_files = _write(ctx, txn.instant, batch, plan, current, data_schema, update_columns,
+                                                  predicates, predicate_alias)
+        finally:  # the staged rows are read by now: they need not wait for the markers' cleanup
+            ctx.storage.delete_dir(staged_dir(txn.instant))
         if not stats and data_schema == ctx.committed_schema():
             return None  # nothing changed: no instant (the transaction rolls it back)
-        if index_files is None:
-            index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=inserted,
-                                                                   removed=tombstones(tagged)))
         ctx.commit(txn, operation, data_schema, stats, index_files)
     ctx.after_commit(build_missing_index=True)
     return txn.instant
+
+
+def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, current: Dict[str, FileGroup],
+           data_schema: T.StructType, update_columns: Optional[List[str]], predicates: Sequence[str],
+           predicate_alias: Optional[str]) -> Tuple[List[WriteStat], List[WriteStat], List[str]]:
+    """(write stats, those of new file groups, index files) of an upsert's instant: the batch
+    tagged and staged, filtered by the predicates and the precombine field, then written."""
+    summary, staged = stage_tagged(batch, plan, {f: g.partition for f, g in current.items()},
+                                   ctx.config.precombine_field, ctx.write_spec(instant))
+    rows_of = functools.partial(staged_rows, ctx.spark, ctx.storage.base_path, schema=tagged_schema(batch.schema))
+    tagged = rows_of(staged)
+    in_order = [F.col(quote(c)) for c in tagged.columns]  # staged rows are read by position
+    if predicates:
+        rejected = _keys_rejected_by(ctx, summary, current, predicates, predicate_alias)
+        summary, staged = restage(tagged.join(rejected, RECORD_KEY, "left_anti").select(*in_order), ctx.write_spec(instant))
+        tagged = rows_of(staged)
+    if summary.duplicate is not None:
+        raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
+                        "set a precombine field to choose between them")
+    if ctx.config.precombine_field and any(summary.touched.values()):
+        stale = _stale_leaving_keys(ctx, tagged, summary, current)
+        if stale:  # such rows change nothing: drop them before anything is written
+            summary, staged = restage(tagged.where(~F.col(RECORD_KEY).isin(stale)), ctx.write_spec(instant))
+            tagged = rows_of(staged)
+    touched = summary.touched
+    spec = ctx.write_spec(instant, prev_commits={f: current[f].latest.instant for f in touched})
+    slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
+    data_names = [f.name for f in data_schema.fields]
+    sizes = {f: current[f].latest.size for f in touched}
+    if is_small(summary.bytes, ctx.file_sizing.small_write_bytes):
+        new_bytes = summary.bytes * summary.arriving // max(1, summary.rows)
+        return _write_small(ctx, staged, spec, slices, sizes, new_bytes, data_names, update_columns)
+    stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary, data_schema)
+    if not stats:
+        return [], [], []
+    return stats, inserted, ctx.index_delta(instant, IndexChange(written=stats, inserted=inserted,
+                                                                 removed=tombstones(tagged)))
 
 
 def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: Dict[str, Tuple[str, str]],
