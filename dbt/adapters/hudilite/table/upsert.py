@@ -484,21 +484,21 @@ def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, 
     tagged and staged, filtered by the predicates and the precombine field, then written."""
     summary, staged = stage_tagged(batch, plan, {f: g.partition for f, g in current.items()},
                                    ctx.config.precombine_field, ctx.write_spec(instant))
+    # The staged rows as a DataFrame, built only where one is needed (each costs planning).
     rows_of = functools.partial(staged_rows, ctx.spark, ctx.storage.base_path, schema=tagged_schema(batch.schema))
-    tagged = rows_of(staged)
-    in_order = [F.col(quote(c)) for c in tagged.columns]  # staged rows are read by position
     if predicates:
         rejected = _keys_rejected_by(ctx, summary, current, predicates, predicate_alias)
-        summary, staged = restage(tagged.join(rejected, RECORD_KEY, "left_anti").select(*in_order), ctx.write_spec(instant))
         tagged = rows_of(staged)
+        in_order = [F.col(quote(c)) for c in tagged.columns]  # staged rows are read by position
+        summary, staged = restage(tagged.join(rejected, RECORD_KEY, "left_anti").select(*in_order), ctx.write_spec(instant))
     if summary.duplicate is not None:
         raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
                         "set a precombine field to choose between them")
     if ctx.config.precombine_field and any(summary.touched.values()):
+        tagged = rows_of(staged)
         stale = _stale_leaving_keys(ctx, tagged, summary, current)
         if stale:  # such rows change nothing: drop them before anything is written
             summary, staged = restage(tagged.where(~F.col(RECORD_KEY).isin(stale)), ctx.write_spec(instant))
-            tagged = rows_of(staged)
     touched = summary.touched
     spec = ctx.write_spec(instant, prev_commits={f: current[f].latest.instant for f in touched})
     slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
@@ -507,6 +507,7 @@ def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, 
     if is_small(summary.bytes, ctx.file_sizing.small_write_bytes):
         new_bytes = summary.bytes * summary.arriving // max(1, summary.rows)
         return _write_small(ctx, staged, spec, slices, sizes, new_bytes, data_names, update_columns)
+    tagged = rows_of(staged)
     stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary, data_schema)
     if not stats:
         return [], [], []
