@@ -23,6 +23,7 @@ def spark():
         .appName("hudilite-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")  # as the embedded session has it
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.catalogImplementation", "in-memory")
         .config("spark.pyspark.python", sys.executable)

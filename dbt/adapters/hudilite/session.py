@@ -24,9 +24,11 @@ DEFAULT_CONF = {
     "spark.sql.catalogImplementation": "in-memory",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
-    # PySpark 4 walks the Python stack on every DataFrame and Column call to tell errors where
-    # they came from: in dbt that is always this adapter's code, never the model's, and the
-    # walk costs a write tens of milliseconds (`benchmarks/profile_write.py`).
+    # PySpark 4 records a call site on every DataFrame and Column call (a conf read, two JVM
+    # calls and a stack walk each) so that errors can say where they came from. For a SQL
+    # model that is always this adapter's code, and the recording costs a write tens of
+    # milliseconds (`benchmarks/profile_write.py`). A Python model's errors lose the pointer
+    # into its code; they keep Spark's message and error class.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 # Settings fixed when a Spark application starts: a Connect client cannot set them.

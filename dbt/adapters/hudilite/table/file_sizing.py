@@ -26,10 +26,10 @@ RECENT_COMMITS = 10  # the average record size comes from the newest commits wit
 class FileSizing:
     small_file_limit: int = 100 * MB  # a base file below this many bytes takes new rows (0: never)
     max_file_size: int = 120 * MB  # ... until it would reach this many
-    # An upsert whose batch comes to at most this many bytes (at the table's bytes per stored
-    # row) writes in one Spark job without a shuffle, each of its tasks reading the whole batch
-    # (`upsert.small_write_task`); 0: always the shuffle to a task per file group. In Arrow a
-    # task holds several times that: kept modest for small executors.
+    # An upsert whose tagged batch comes to at most this many bytes in Arrow writes in one
+    # Spark job without a shuffle, each of its tasks holding the whole batch
+    # (`upsert.small_write_task`); 0: always the shuffle to rewrite tasks. Kept modest for
+    # small executors.
     small_write_bytes: int = 32 * MB
 
 

@@ -53,7 +53,7 @@ from .instant import (
     instant_file_name,
     parse_instant_file_name,
 )
-from .layout import ARCHIVED_VIEW, HOODIE_DIR, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
+from .layout import ARCHIVED_VIEW, HOODIE_DIR, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, staged_dir, writer_path
 from .lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
 from .transaction import first_write_in_flight, open_claims, reserve_service_time, rolled_back_claims
@@ -311,9 +311,9 @@ def remove_zombie_files(ctx: TableContext) -> List[str]:
     commit: a task attempt that wrote after its driver reconciled (speculation on a cluster,
     executors of a killed driver), or after its instant was rolled back. Only instants on the
     active timeline count; files of a writer claimed or pending when the timeline was read,
-    and of anything newer, are left alone. The markers folders (staged rows too) of instants
-    no writer works on go as well: a driver killed between publishing and deleting them, or a
-    late task writing there after a rollback, leaves one."""
+    and of anything newer, are left alone. So do the staged rows of upserts no writer works on:
+    a driver killed between publishing and deleting them, or a late task writing after a
+    rollback, leaves some. (Only those: a restore writes markers under a completed instant.)"""
     instants = ctx.timeline.instants()  # read before the listing: a later writer's files are newer
     in_flight = {i.timestamp for i in instants if not i.is_completed} | set(open_claims(ctx.storage))
     done = [i.timestamp for i in instants if i.is_completed]
@@ -332,7 +332,7 @@ def remove_zombie_files(ctx: TableContext) -> List[str]:
             zombies.append(path)
     for instant in ctx.storage.list_names(MARKERS_DIR):
         if instant not in in_flight and instant <= done[-1]:
-            ctx.storage.delete_dir(markers_dir(instant))
+            ctx.storage.delete_dir(staged_dir(instant))
     return zombies
 
 

@@ -216,7 +216,7 @@ class WriteTransaction:
         """Keep exactly the files the successful task attempts reported (base files in the
         metadata, hudilite's own such as index deltas apart), then, under the table lock,
         check for conflicts and publish."""
-        self._refuse_if_rolled_back()
+        self.refuse_if_rolled_back()
         reported = {s.path for s in metadata.write_stats} | set(private_files)
         for path in marked_files(self.storage, self.instant):
             if path not in reported:  # a failed, retried or speculative attempt's file
@@ -229,7 +229,7 @@ class WriteTransaction:
         # only the instants that completed since.
         checked = self._check_conflicts(metadata, set())
         with TableLock(self.storage):
-            self._refuse_if_rolled_back()
+            self.refuse_if_rolled_back()
             self._refuse_if_restored()
             self._check_conflicts(metadata, checked)
             reason = self.check() if self.check else None
@@ -259,7 +259,8 @@ class WriteTransaction:
                                            f"inserted ({err})") from None
         return self._keys[key]
 
-    def _refuse_if_rolled_back(self) -> None:
+    def refuse_if_rolled_back(self) -> None:
+        """Raise ConcurrentWriteError if another writer rolled this instant back."""
         if _rolled_back(self.storage, self.instant) or self.instant not in {i.timestamp for i in self.timeline.pending()}:
             raise ConcurrentWriteError(f"instant {self.instant} was rolled back by another writer (its heartbeat "
                                        "stopped for too long); nothing of it was published")

@@ -17,11 +17,11 @@
 5. The index delta of the instant: the keys of the new file groups, tombstones for deleted
    keys.
 
-A small upsert (its batch under `small_write_bytes` on disk) does 3 to 5 in one Spark job
+A small upsert (its tagged batch under `small_write_bytes` in Arrow) does 3 to 5 in one Spark job
 after the tagging, without a shuffle: each task (`small_write_task`) reads the whole staged
 batch and rewrites its share of the touched file groups (packed by size, `placement.pack`),
 and one of them also writes the new keys. That is three jobs in all, with the tagging
-shuffle's map stage. A larger batch is shuffled to a task per touched file group.
+shuffle's map stage. A larger batch is shuffled to rewrite tasks, file groups packed by size.
 """
 
 from __future__ import annotations
@@ -356,8 +356,8 @@ def insert_rows(rows: pa.Table, data_names: Sequence[str], partitioned: bool) ->
 
 # The new rows' share of a small upsert's work in `placement.pack` (no fileId is empty).
 NEW_ROWS = ""
-# A small upsert splits its work into tasks of at least this many bytes: a task's fixed cost
-# (about 60 ms) is that of rewriting about 2 MB.
+# A small upsert makes no more than one task per this many bytes of work: a task's fixed cost
+# (about 60 ms) is that of rewriting about 2 MB, so each task gets about twice that or more.
 MIN_TASK_BYTES = 4 * 1024 * 1024
 
 
@@ -468,6 +468,9 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         try:
             stats, inserted, index_files = _write(ctx, txn.instant, batch, plan, current, data_schema, update_columns,
                                                   predicates, predicate_alias)
+        except Exception:
+            txn.refuse_if_rolled_back()  # a writer that rolled this one back took its staged rows too: say that
+            raise
         finally:  # the staged rows are read by now: they need not wait for the markers' cleanup
             ctx.storage.delete_dir(staged_dir(txn.instant))
         if not stats and data_schema == ctx.committed_schema():
@@ -505,7 +508,7 @@ def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, 
     data_names = [f.name for f in data_schema.fields]
     sizes = {f: current[f].latest.size for f in touched}
     if is_small(summary.bytes, ctx.file_sizing.small_write_bytes):
-        new_bytes = summary.bytes * summary.arriving // max(1, summary.rows)
+        new_bytes = max(1, summary.bytes * summary.arriving // max(1, summary.rows)) if summary.arriving else 0
         return _write_small(ctx, staged, spec, slices, sizes, new_bytes, data_names, update_columns)
     tagged = rows_of(staged)
     stats, inserted = _write_large(ctx, tagged, spec, slices, sizes, data_names, update_columns, summary, data_schema)
