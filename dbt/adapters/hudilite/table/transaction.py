@@ -216,7 +216,7 @@ class WriteTransaction:
         """Keep exactly the files the successful task attempts reported (base files in the
         metadata, hudilite's own such as index deltas apart), then, under the table lock,
         check for conflicts and publish."""
-        self.refuse_if_rolled_back()
+        self._refuse_if_rolled_back()
         reported = {s.path for s in metadata.write_stats} | set(private_files)
         for path in marked_files(self.storage, self.instant):
             if path not in reported:  # a failed, retried or speculative attempt's file
@@ -229,7 +229,7 @@ class WriteTransaction:
         # only the instants that completed since.
         checked = self._check_conflicts(metadata, set())
         with TableLock(self.storage):
-            self.refuse_if_rolled_back()
+            self._refuse_if_rolled_back()
             self._refuse_if_restored()
             self._check_conflicts(metadata, checked)
             reason = self.check() if self.check else None
@@ -259,11 +259,16 @@ class WriteTransaction:
                                            f"inserted ({err})") from None
         return self._keys[key]
 
-    def refuse_if_rolled_back(self) -> None:
-        """Raise ConcurrentWriteError if another writer rolled this instant back."""
-        if _rolled_back(self.storage, self.instant) or self.instant not in {i.timestamp for i in self.timeline.pending()}:
-            raise ConcurrentWriteError(f"instant {self.instant} was rolled back by another writer (its heartbeat "
-                                       "stopped for too long); nothing of it was published")
+    def _refuse_if_rolled_back(self) -> None:
+        if self._rolled_back_by_another():
+            raise self._rolled_back_error()
+
+    def _rolled_back_by_another(self) -> bool:
+        return _rolled_back(self.storage, self.instant) or self.instant not in {i.timestamp for i in self.timeline.pending()}
+
+    def _rolled_back_error(self) -> ConcurrentWriteError:
+        return ConcurrentWriteError(f"instant {self.instant} was rolled back by another writer (its heartbeat "
+                                    "stopped for too long); nothing of it was published")
 
     def _refuse_if_restored(self) -> None:
         """A restore under way, or one since the write began that removed instants it read
@@ -284,13 +289,20 @@ class WriteTransaction:
         self._stop.set()
         if self._heartbeat is not None:
             self._heartbeat.join()
+        taken = False
         try:
             # The completed file is the commit, whatever interrupted the writer after its rename.
             if self.completed or self.timeline.is_published(self.instant, self.action):
                 self.storage.delete_dir(markers_dir(self.instant))
                 self.storage.delete_file(writer_path(self.instant))
             else:
+                # A write that failed because another writer rolled it back (and deleted its
+                # files, an upsert's staged rows too) says so, whatever the failure looked like.
+                taken = (isinstance(exc, Exception) and not isinstance(exc, ConcurrentWriteError)
+                         and self._rolled_back_by_another())
                 rollback(self.storage, self.timeline, Instant(self.instant, self.action, INFLIGHT))
         finally:
             _active_in_this_process.discard(self.instant)
+        if taken:
+            raise self._rolled_back_error() from exc
 

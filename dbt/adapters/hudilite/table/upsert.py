@@ -227,10 +227,10 @@ class Summary:
     bytes: int  # of those rows in Arrow
 
 
-SUMMARY_DDL = "file_id string, leaving long, duplicate string, arriving long, rows long"
 STAGED = "staged"  # the tagging job's summary rows name the staged file of their rows
 STAGED_BYTES = "staged_bytes"
-STAGED_SUMMARY_DDL = SUMMARY_DDL + f", {STAGED} string, {STAGED_BYTES} long"
+STAGED_SUMMARY_DDL = (f"file_id string, leaving long, duplicate string, arriving long, rows long, {STAGED} string, "
+                      f"{STAGED_BYTES} long")
 STAGED_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
@@ -468,9 +468,6 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         try:
             stats, inserted, index_files = _write(ctx, txn.instant, batch, plan, current, data_schema, update_columns,
                                                   predicates, predicate_alias)
-        except Exception:
-            txn.refuse_if_rolled_back()  # a writer that rolled this one back took its staged rows too: say that
-            raise
         finally:  # the staged rows are read by now: they need not wait for the markers' cleanup
             ctx.storage.delete_dir(staged_dir(txn.instant))
         if not stats and data_schema == ctx.committed_schema():
