@@ -194,12 +194,12 @@ def test_a_writer_pending_on_an_old_hash_index_keeps_its_keys_when_another_resha
     compaction was due must not leave its delta in the wrong shards: the compaction waits for
     it, then reshards everything, its keys too."""
     from dbt.adapters.hudilite.table.index_files import BASE
-    from dbt.adapters.hudilite.table.record_index import MURMUR3, XXHASH64, Sharding, entries_of
+    from dbt.adapters.hudilite.table.record_index import DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding, entries_of
 
     table = keyed_table(spark, tmp_path)
     table.upsert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2]) for i in range(10, 60)]))
     index, latest = table.index, table.timeline()[-1].timestamp
-    index._write(entries_of(table.read()), latest, BASE, Sharding(3, XXHASH64))
+    index._write(entries_of(table.read()), latest, BASE, Sharding(3, XXHASH64), RECORD_KEYS)
     index.files.write_state({"num_shards": 3, "base_instant": latest, "entries_at_build": 53})
     monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
     table.upsert(customers(spark, [(70, "x", "eu")]))  # one delta: no compaction yet
@@ -207,9 +207,33 @@ def test_a_writer_pending_on_an_old_hash_index_keeps_its_keys_when_another_resha
     fast = HudiTable.open(spark, table.path)
     while_writing(slow, lambda: fast.upsert(customers(spark, [(71, "y", "us")])))  # due, but slow is pending
     slow.upsert(customers(spark, [(72, "z", "apac"), (10, "moved", "apac")]))
-    assert index.sharding == Sharding(3, MURMUR3)  # compacted once nothing was pending
+    assert index.sharding == Sharding(3, MURMUR3) and index.entry_key() == DIGESTS  # compacted once nothing was pending
     assert table.read().count() == 56 and table.validate() == []
     fast.upsert(customers(spark, [(72, "z2", "apac"), (10, "again", "eu")]))  # found through the resharded index
     assert table.read().count() == 56 and table.validate() == []
     assert {(r.id, r.name, r.region) for r in table.read().where("id in (10, 72)").collect()} == {
         (10, "again", "eu"), (72, "z2", "apac")}
+
+
+def test_a_writer_that_wrote_an_old_format_delta_does_not_publish_after_a_compaction_converted_the_index(spark, tmp_path):
+    """A compaction rewrites an index of record keys as digests. A later writer that wrote its
+    delta of record keys before that, and publishes after, would leave a delta of the wrong
+    format after the digest base: it fails instead, the table as it was."""
+    from dbt.adapters.hudilite.table.index_files import BASE
+    from dbt.adapters.hudilite.table.record_index import DIGESTS, MURMUR3, RECORD_KEYS, Sharding, entries_of
+
+    table = keyed_table(spark, tmp_path)
+    table.upsert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2]) for i in range(10, 30)]))
+    index, latest = table.index, table.timeline()[-1].timestamp
+    index._write(entries_of(table.read()), latest, BASE, Sharding(2), RECORD_KEYS)
+    index.files.write_state({"shards": 2, "shard_hash": MURMUR3, "base_instant": latest, "entries_at_build": 23})
+    assert index.entry_key() == RECORD_KEYS and table.validate() == []
+    slow, other = HudiTable.open(spark, table.path), HudiTable.open(spark, table.path)
+    while_writing(slow, lambda: other.context.compact_index())
+    before = rows(table)
+    with pytest.raises(ConcurrentWriteError, match="new format"):
+        slow.upsert(customers(spark, [(40, "new", "apac"), (10, "moved", "apac")]))
+    assert index.entry_key() == DIGESTS and rows(table) == before and table.validate() == []
+    table.upsert(customers(spark, [(40, "new", "apac"), (10, "moved", "apac")]))  # run again: through the digests
+    assert len(rows(table)) == 24 and (10, "moved", "apac") in rows(table) and table.validate() == []
+    assert_hudi_rs_agrees(table)

@@ -3,6 +3,8 @@
 import itertools
 import os
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
@@ -10,7 +12,7 @@ from dbt.adapters.hudilite.table import ConfigurationError, DataError, FileSizin
 from dbt.adapters.hudilite.table import upsert as upsert_module
 from dbt.adapters.hudilite.table.file_group import parse_base_file_name
 from dbt.adapters.hudilite.table.layout import MARKERS_DIR, staged_dir
-from dbt.adapters.hudilite.table.record_index import MURMUR3, XXHASH64, Sharding
+from dbt.adapters.hudilite.table.record_index import DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding, key_digests
 from dbt.adapters.hudilite.table.writer import shuffle_partitions
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -158,19 +160,72 @@ def test_predicates_keep_stored_rows_from_matching(spark, tmp_path):
     assert_hudi_rs_agrees(table)
 
 
-def test_every_key_is_found_in_its_own_shard(spark, tmp_path):
-    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+def assert_each_shard_holds_its_own_keys(spark, table):
+    """Every index file holds the digests of keys of its own shard only, every live key's digest is held."""
+    index = table.index
+    assert index.entry_key() == DIGESTS
+    keys = table.read().select("_hoodie_record_key", index.sharding.shard_of(F.col("_hoodie_record_key")).alias("s"))
+    shard_of_digest = {}
+    for r in keys.collect():
+        shard_of_digest[key_digests(pa.array([r[0]]))[0].as_py()] = r.s
+    held = set()
+    for shard, files in index.visible_files(table.context.timeline.completed()).items():
+        for _, path in files:
+            with index.storage.open_input(path) as source:
+                digests = pq.read_table(source).column("key").to_pylist()
+            assert digests == sorted(digests)
+            assert {shard_of_digest[d] for d in digests if d in shard_of_digest} <= {shard}
+            held |= set(digests)
+    assert set(shard_of_digest) <= held
+
+
+def test_every_key_is_found_in_its_own_shard(spark, tmp_path, monkeypatch):
+    """Also after a compaction, which takes a digest's shard from its file's folder: the table's
+    own path holds a `shard=` folder of its own to mislead it."""
+    from dbt.adapters.hudilite.table import index_files
+
+    table = HudiTable.create(spark, str(tmp_path / "shard=5" / "c"), "customers", record_key="id", partition_by="region")
     table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(300)]))
     table.build_index(num_shards=7)
     table.upsert(customers(spark, [(i, "moved", "apac", 2) for i in range(0, 300, 50)]))  # deltas in several shards
     index = table.index
     completed, view = table.context.timeline.completed(), table.context.timeline.view()
-    for shard, files in index.visible_files(completed).items():  # each file holds its own shard's keys only
-        keys = spark.read.parquet(*[index.storage.uri(p) for _, p in files]).select("key")
-        assert {r[0] for r in keys.select(index.sharding.shard_of(F.col("key"))).distinct().collect()} == {shard}
+    assert_each_shard_holds_its_own_keys(spark, table)
     found = {r.key: r.partition for r in index.lookup(completed, view, table.read().select("_hoodie_record_key")).collect()}
     assert len(found) == 300 and found["50"] == "region=apac" and found["51"] == "region=us"
     assert table.validate() == []
+    monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
+    t3 = table.upsert(customers(spark, [(i, "again", "eu", 3) for i in range(0, 300, 30)] + [(900, "new", "us", 1)]))
+    assert index.state()["base_instant"] == t3 and index.entry_key() == DIGESTS
+    assert_each_shard_holds_its_own_keys(spark, table)
+    completed, view = table.context.timeline.completed(), table.context.timeline.view()
+    found = {r.key: r.partition for r in index.lookup(completed, view, table.read().select("_hoodie_record_key")).collect()}
+    assert len(found) == 301 and found["60"] == "region=eu" and found["51"] == "region=us" and found["900"] == "region=us"
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
+def test_a_rebuild_at_the_same_instant_leaves_no_file_of_the_old_build(spark, tmp_path):
+    """A rebuild with fewer shards, another hash and format, as of the same instant as the base
+    it replaces: the old base files of that instant are overwritten or deleted, none is read."""
+    from dbt.adapters.hudilite.table.index_files import BASE
+    from dbt.adapters.hudilite.table.record_index import entries_of
+
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(40)]))
+    index, latest = table.index, table.timeline()[-1].timestamp
+    index._write(entries_of(table.read()), latest, BASE, Sharding(4, XXHASH64), RECORD_KEYS)
+    index.files.write_state({"num_shards": 4, "base_instant": latest, "entries_at_build": 40})
+    root = os.path.join(table.path, ".hoodie/.hudilite/record_index")
+    assert sorted(d for d in os.listdir(root) if d.startswith("shard=") and os.listdir(os.path.join(root, d))) == [
+        f"shard={i}" for i in range(4)]
+    assert table.build_index(num_shards=2) == 40
+    held = {d: os.listdir(os.path.join(root, d)) for d in os.listdir(root) if d.startswith("shard=")}
+    assert {d: names for d, names in held.items() if names} == {f"shard={i}": [f"{latest}.base.parquet"] for i in range(2)}
+    assert index.entry_key() == DIGESTS and table.validate() == []
+    assert_each_shard_holds_its_own_keys(spark, table)
+    table.upsert(customers(spark, [(3, "moved", "apac", 2), (99, "new", "eu", 1)]))
+    assert table.read().count() == 41 and table.validate() == []
 
 
 @pytest.mark.parametrize("num_shards", [2, 3, 5, 8])
@@ -195,22 +250,19 @@ def test_an_index_sharded_by_the_older_hash_keeps_working_and_is_resharded_at_co
     table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(200)]))
     index, latest = table.index, table.timeline()[-1].timestamp
     legacy = Sharding(3, XXHASH64)  # as tables indexed before the hash changed: no hash in the state
-    index._write(entries_of(table.read()), latest, BASE, legacy)
+    index._write(entries_of(table.read()), latest, BASE, legacy, RECORD_KEYS)  # and keyed by the record keys
     index.files.write_state({"num_shards": 3, "base_instant": latest, "entries_at_build": 200})
-    assert index.sharding == legacy and table.validate() == []
+    assert index.sharding == legacy and index.entry_key() == RECORD_KEYS and table.validate() == []
     table.upsert(customers(spark, [(i, "u", ["eu", "us"][i % 2], 2) for i in range(0, 200, 7)]
                            + [(i, "new", "apac", 1) for i in range(500, 520)]))
     table.upsert(customers(spark, [(i, "moved", "apac", 3) for i in range(1, 200, 11)]))
     assert table.read().count() == 220 and table.validate() == []
     monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
     table.upsert(customers(spark, [(7, "again", "eu", 4)]))  # third delta: compacts, with the current hash
-    assert index.sharding == Sharding(3, MURMUR3)
+    assert index.sharding == Sharding(3, MURMUR3) and index.entry_key() == DIGESTS
     # A version that knows only xxhash64 reads `num_shards`: gone, so it fails instead of misfiling keys.
     assert "num_shards" not in index.state() and index.state()["shards"] == 3
-    completed = table.context.timeline.completed()
-    for shard, files in index.visible_files(completed).items():
-        keys = spark.read.parquet(*[index.storage.uri(p) for _, p in files]).select("key")
-        assert {r[0] for r in keys.select(index.sharding.shard_of(F.col("key"))).distinct().collect()} == {shard}
+    assert_each_shard_holds_its_own_keys(spark, table)
     table.upsert(customers(spark, [(i, "after", "us", 5) for i in range(0, 200, 13)]))
     assert table.read().count() == 220 and table.validate() == []
     assert {r.name for r in table.read().where("id = 13").collect()} == {"after"}

@@ -1,17 +1,27 @@
 """Index lookups read only the row groups that can hold a key, newest entry wins (no Spark)."""
 
+import hashlib
+
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
-from dbt.adapters.hudilite.table.record_index import ENTRY_SCHEMA, keys_by_row_group, latest_entries, live_holders
+from dbt.adapters.hudilite.table.record_index import (
+    DIGESTS, ENTRY_SCHEMA, RECORD_KEYS, entry_schema, key_digests, keys_by_row_group, latest_entries, live_holders,
+    write_shards)
 from dbt.adapters.hudilite.table.storage import Storage
 
+both_kinds = pytest.mark.parametrize("entry_key", [DIGESTS, RECORD_KEYS])
 
-def write_entries(storage, path, entries, row_group_size):
-    table = pa.Table.from_pylist([dict(key=k, file_id=f, deleted=d) for k, f, d in entries],
-                                 schema=ENTRY_SCHEMA)
+
+def write_entries(storage, path, entries, row_group_size, entry_key=RECORD_KEYS):
+    """Entries (record key, file_id, deleted) as an index of `entry_key` entries stores them:
+    sorted by the stored key."""
+    table = pa.Table.from_pylist([dict(key=k, file_id=f, deleted=d) for k, f, d in entries], schema=ENTRY_SCHEMA)
+    if entry_key == DIGESTS:
+        table = table.set_column(0, "key", key_digests(table.column("key")))
     with storage.open_output(path) as sink:
-        pq.write_table(table, sink, row_group_size=row_group_size)
+        pq.write_table(table.sort_by("key").cast(entry_schema(entry_key)), sink, row_group_size=row_group_size)
 
 
 def by_key(entries: pa.Table) -> dict:
@@ -31,34 +41,73 @@ def test_row_groups_by_key_range(tmp_path):
     assert keys_by_row_group(metadata, ["a", "k0995", "z"]) == []  # between groups or outside all
 
 
-def test_latest_entry_wins_and_tombstones_show(tmp_path):
+@both_kinds
+def test_latest_entry_wins_and_tombstones_show(tmp_path, entry_key):
     storage = Storage(str(tmp_path))
-    write_entries(storage, "1.base.parquet", [("a", "f1", False), ("b", "f1", False), ("c", "f1", False)], 2)
-    write_entries(storage, "2.delta.parquet", [("a", "f2", False), ("b", "f1", True)], 2)
+    write_entries(storage, "1.base.parquet", [("a", "f1", False), ("b", "f1", False), ("c", "f1", False)], 2, entry_key)
+    write_entries(storage, "2.delta.parquet", [("a", "f2", False), ("b", "f1", True)], 2, entry_key)
     files = [("20260101000000002", "2.delta.parquet"), ("20260101000000001", "1.base.parquet")]
-    assert by_key(latest_entries(storage, files, ["a", "b", "c", "zz"])) == {
+    assert by_key(latest_entries(storage, files, ["a", "b", "c", "zz"], entry_key)) == {
         "a": ("f2", False), "b": ("f1", True), "c": ("f1", False)}
 
 
-def test_lookup_over_many_row_groups_equals_a_plain_scan(tmp_path):
+@both_kinds
+def test_lookup_over_many_row_groups_equals_a_plain_scan(tmp_path, entry_key):
     """Each row group has its own fileId dictionary; matches come from the first, middle and
     last rows of groups, and keys between or beyond the stored ones find nothing."""
     storage = Storage(str(tmp_path))
     entries = [(f"k{i:05d}", f"fg-{(i * 7) % 13}-{i // 100}", i % 11 == 0) for i in range(0, 2000, 2)]
-    write_entries(storage, "1.base.parquet", entries, row_group_size=64)
+    write_entries(storage, "1.base.parquet", entries, 64, entry_key)
     with storage.open_input("1.base.parquet") as source:
         assert pq.ParquetFile(source).metadata.num_row_groups == 16
     wanted = [f"k{i:05d}" for i in (0, 126, 128, 130, 1000, 1001, 1998, 1999, 5000)] + ["a", "zz"]
     stored = {k: (f, d) for k, f, d in entries}
-    assert by_key(latest_entries(storage, [("20260101000000001", "1.base.parquet")], wanted)) == {
+    assert by_key(latest_entries(storage, [("20260101000000001", "1.base.parquet")], wanted, entry_key)) == {
         k: stored[k] for k in wanted if k in stored}
 
 
-def test_no_files_or_no_match_finds_nothing(tmp_path):
+@both_kinds
+def test_no_files_or_no_match_finds_nothing(tmp_path, entry_key):
     storage = Storage(str(tmp_path))
-    assert latest_entries(storage, [], ["a"]).num_rows == 0
-    write_entries(storage, "1.base.parquet", [("b", "f1", False)], 2)
-    assert latest_entries(storage, [("20260101000000001", "1.base.parquet")], ["a", "c"]).num_rows == 0
+    assert latest_entries(storage, [], ["a"], entry_key).num_rows == 0
+    write_entries(storage, "1.base.parquet", [("b", "f1", False)], 2, entry_key)
+    assert latest_entries(storage, [("20260101000000001", "1.base.parquet")], ["a", "c"], entry_key).num_rows == 0
+
+
+STRANGE_KEYS = ["a", "", "ключ-1", "a,b", "x y", "😀", "é/e", "tab\there", "k" + "x" * 5000, "0", "00"]
+
+
+def test_a_digest_is_the_first_16_bytes_of_the_keys_sha256():
+    digests = key_digests(pa.array(STRANGE_KEYS + [None]))
+    assert digests.type == pa.binary(16)
+    assert digests.to_pylist() == [hashlib.sha256(k.encode("utf-8")).digest()[:16] for k in STRANGE_KEYS] + [None]
+    assert len(set(digests.to_pylist()[:-1])) == len(STRANGE_KEYS)
+
+
+@both_kinds
+def test_written_shards_are_found_again_by_record_key(tmp_path, entry_key):
+    """`write_shards`, as a Spark task runs it: one file per shard of rows sorted by shard,
+    digests sorted and stored uncompressed; every key is found again, strange ones too."""
+    storage = Storage(str(tmp_path))
+    keys = STRANGE_KEYS + [f"k{i}" for i in range(300)]
+    rows = sorted(((i % 3, k, f"fg-{i % 7}", i % 5 == 0) for i, k in enumerate(keys)), key=lambda r: (r[0], r[1]))
+    batch = pa.RecordBatch.from_pylist([dict(shard=s, key=k, file_id=f, deleted=d) for s, k, f, d in rows])
+    written = [r for b in write_shards(str(tmp_path), "20260101000000001", "base", entry_key, False, iter([batch]))
+               for r in b.to_pylist()]
+    assert [(r["path"].split("/")[-2], r["entries"]) for r in written] == [
+        (f"shard={s}", sum(1 for r in rows if r[0] == s)) for s in range(3)]
+    for shard, result in enumerate(written):
+        with storage.open_input(result["path"]) as source:
+            parquet = pq.ParquetFile(source)
+            stored = parquet.read()
+            assert stored.schema == entry_schema(entry_key)
+            assert stored.column("key").to_pylist() == sorted(stored.column("key").to_pylist())
+            if entry_key == DIGESTS:
+                assert parquet.metadata.row_group(0).column(0).compression == "UNCOMPRESSED"
+        mine = [r for r in rows if r[0] == shard]
+        found = latest_entries(storage, [("20260101000000001", result["path"])], [k for _, k, _, _ in mine] + ["nope"],
+                               entry_key)
+        assert by_key(found) == {k: (f, d) for _, k, f, d in mine}
 
 
 def test_live_holders_skip_deleted_replaced_and_missing_keys():
@@ -87,5 +136,5 @@ def test_row_groups_without_statistics_and_keys_too_long_for_them(tmp_path):
             metadata = pq.ParquetFile(source).metadata
         wanted = sorted(["b", long_key, "l", "zz"])
         assert (1, 0, len(wanted)) in keys_by_row_group(metadata, wanted)  # the long key's group: no range
-        assert by_key(latest_entries(storage, [("20260101000000001", path)], wanted)) == {
+        assert by_key(latest_entries(storage, [("20260101000000001", path)], wanted, RECORD_KEYS)) == {
             "b": ("f1", False), long_key: ("f2", False), "l": ("f3", True)}

@@ -32,7 +32,7 @@ from .keygen import partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
 from .lock import TableLock
 from .reader import read_base_files, read_data_files
-from .record_index import RecordIndex, Sharding
+from .record_index import RecordIndex, Sharding, entry_key_of
 from .rows import ROW_INDEX, insert_layout
 from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
 from .storage import Storage
@@ -58,11 +58,11 @@ def resolve_columns(fields: List[str], schema: T.StructType) -> List[str]:
 
 
 def _shards(index_state: Optional[dict]) -> Optional[tuple]:
-    """How an index is laid out (shard count and hash), for writers that began before a
-    change: None when not built."""
+    """How an index is laid out (shard count, hash, what entries are keyed by), for writers
+    that began before a change: None when not built."""
     if index_state is None:
         return None
-    return tuple(index_state.get(k) for k in Sharding.STATE_KEYS)
+    return tuple(index_state.get(k) for k in Sharding.STATE_KEYS) + (entry_key_of(index_state),)
 
 
 class TableContext:
@@ -239,7 +239,7 @@ class TableContext:
 
         def changed_meanwhile() -> Optional[str]:
             if _shards(self.index.state()) != shards_at_start:
-                return "the record index was built or resharded while this write ran"
+                return "the record index was built, resharded or rewritten in a new format while this write ran"
             for source, start in read_from.items():
                 if self.checkpoint(source) != start:
                     return (f"another write consumed the changes of {source} since this one read them (its checkpoint "

@@ -97,16 +97,27 @@ class TableIndex(ABC):
         files = [BaseFile(s.partitionPath, s.fileId, "", s.path, s.numWrites, s.fileSizeInBytes) for s in stats]
         return read_base_files(self.spark, self.storage, files, T.StructType([]))
 
+    def as_indexed(self, located: DataFrame) -> DataFrame:
+        """`located` (key, partition, file_id) with `key` as `entries` gives it, the record key
+        kept as `record_key`."""
+        return located.withColumn("record_key", F.col("key"))
+
     def check(self, snapshot: DataFrame, completed: List[Instant], view: FileSystemView, examples: int = 5) -> List[str]:
         """The index must hold exactly the snapshot's keys, each at its file group."""
         if not self.is_built():
             return []
         indexed = self.entries(completed, view)
-        actual = snapshot.select(F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"),
-                                 file_id_of(F.col(FILE_NAME)).alias("file_id"))
-        problems = [f"record index lacks key '{r.key}' ({r.partition}, {r.file_id})"
-                    for r in actual.exceptAll(indexed).limit(examples).collect()]
-        problems += [f"record index holds key '{r.key}' at ({r.partition}, {r.file_id}), which the snapshot does not"
-                     for r in indexed.exceptAll(actual).limit(examples).collect()]
+        location = ["key", "partition", "file_id"]
+        actual = self.as_indexed(snapshot.select(F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"),
+                                                 file_id_of(F.col(FILE_NAME)).alias("file_id")))
+        lacking = actual.join(actual.select(location).exceptAll(indexed).limit(examples), location, "left_semi")
+        problems = [f"record index lacks key '{r.record_key}' ({r.partition}, {r.file_id})"
+                    for r in lacking.limit(examples).collect()]
+        problems += [f"record index holds key {_shown(r.key)} at ({r.partition}, {r.file_id}), which the snapshot does not"
+                     for r in indexed.exceptAll(actual.select(location)).limit(examples).collect()]
         return problems
 
+
+def _shown(key) -> str:
+    """A key as an index stores it, for a message: a record key quoted, a digest in hex."""
+    return f"'{key}'" if isinstance(key, str) else f"with digest {bytes(key).hex()}"

@@ -100,8 +100,8 @@ def completed_set(completed, as_of: Optional[str] = None) -> Set[str]:
 
 def write_index_file(storage: Storage, path: str, table: pa.Table, delta_instant: Optional[str] = None,
                      **parquet_options) -> None:
-    """Executor- or driver-side write of one index file (zstd parquet)."""
+    """Executor- or driver-side write of one index file (parquet, zstd unless said otherwise)."""
     if delta_instant is not None:
         storage.write_bytes(marker_path(delta_instant, path), b"")
     with storage.open_output(path) as sink:
-        pq.write_table(table, sink, compression="zstd", **parquet_options)
+        pq.write_table(table, sink, **{"compression": "zstd", **parquet_options})

@@ -4,15 +4,19 @@ Kept under `.hoodie/.hudilite/record_index/` (hudilite's own; Hudi readers ignor
 hash shards (`Sharding`), each shard a folder of index files
 (`index_files.py`): a base written when the index is built, one delta per later commit that
 changed keys of the shard (inserted or moved keys with their new place, deleted keys as
-tombstones). Files are sorted by key, so a lookup reads only the row groups whose key range
-can hold a wanted key. Entries pointing at file groups a replacecommit replaced are not live:
-readers drop them, so overwrites need no delta.
+tombstones). An entry is keyed by a 16-byte digest of the record key (`DIGESTS`): a lookup
+compares fixed-width bytes instead of decoding strings, and an entry takes the same room
+whatever the key's length. Files are sorted by that key, so a lookup reads only the row groups
+whose key range can hold a wanted one. Entries pointing at file groups a replacecommit replaced
+are not live: readers drop them, so overwrites need no delta.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
+import posixpath
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -21,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from .file_group import FileSystemView
 from .index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
@@ -35,10 +40,40 @@ from .writer import settled
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024
 # A file group lives in one partition: entries store the fileId only (1-2 B less per entry) and
-# readers take the partition from the file-system view. Keys are PLAIN + zstd: as small as
-# DELTA_BYTE_ARRAY for hashed keys (+6%) and decoded in about 60% of the time, on every lookup.
+# readers take the partition from the file-system view.
 ENTRY_SCHEMA = pa.schema([("key", pa.string()), ("file_id", pa.string()), ("deleted", pa.bool_())])
-ENTRY_DDL = "key string, file_id string, deleted boolean"
+
+# What an entry's key is, as the index's state file says (`entry_key`). DIGESTS: the first 16
+# bytes of the SHA-256 of the record key's UTF-8, stored uncompressed (random bytes do not
+# compress): probing a 2M-entry shard took 17 ms against 140-190 ms for the PLAIN + zstd keys of
+# RECORD_KEYS, and 16 B per entry against 19 for UUID keys. A collision is as unlikely as one of
+# random 128-bit values, and no one can construct one. RECORD_KEYS: indexes built before
+# 2026-11-26, read as they are until their next compaction rewrites them as DIGESTS.
+DIGESTS = "sha256_128"
+RECORD_KEYS = "record_key"
+DIGEST_BYTES = 16
+
+
+def entry_key_of(state: Optional[dict]) -> str:
+    return DIGESTS if state is None else state.get("entry_key", RECORD_KEYS)
+
+
+def entry_schema(entry_key: str) -> pa.Schema:
+    """The schema of an index file of `entry_key` entries."""
+    key_type = pa.binary(DIGEST_BYTES) if entry_key == DIGESTS else pa.string()
+    return pa.schema([("key", key_type), ("file_id", pa.string()), ("deleted", pa.bool_())])
+
+
+def key_digests(keys: pa.Array) -> pa.Array:
+    """The DIGESTS index key of each record key."""
+    digest = hashlib.sha256
+    return pa.array([None if k is None else digest(k.encode()).digest()[:DIGEST_BYTES] for k in keys.to_pylist()],
+                    pa.binary(DIGEST_BYTES))
+
+
+def index_keys(keys: pa.Array, entry_key: str) -> pa.Array:
+    """Record keys as an index of `entry_key` entries stores them."""
+    return key_digests(keys) if entry_key == DIGESTS else keys
 _SHARD_RESULT = pa.schema([("path", pa.string()), ("entries", pa.int64())])
 _LOCATION = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
 FilesByShard = Dict[int, List[Tuple[str, str]]]
@@ -77,10 +112,16 @@ class Sharding:
         hashed = F.hash(key) if self.hash_name == MURMUR3 else F.xxhash64(key)
         return F.pmod(hashed, F.lit(self.num_shards)).cast("int")
 
-    def distribute(self, rows: DataFrame, key: str, shard: str) -> DataFrame:
+    def distribute(self, rows: DataFrame, key: Optional[str], shard: str) -> DataFrame:
         """`rows` shuffled into `num_shards` partitions, each holding whole shards (with
-        MURMUR3, partition i holds shard i)."""
-        return rows.repartition(self.num_shards, F.col(key) if self.hash_name == MURMUR3 else F.col(shard))
+        MURMUR3 and a record `key` column, partition i holds shard i). Rows without their record
+        key (a digest index's entries) go by their `shard` column, by range: a hash of the shard
+        numbers would put up to six shards of 1,024 in one task."""
+        if key is not None and self.hash_name == MURMUR3:
+            return rows.repartition(self.num_shards, F.col(key))
+        if key is None:
+            return rows.repartitionByRange(self.num_shards, F.col(shard))
+        return rows.repartition(self.num_shards, F.col(shard))
 
 
 def shards_for(entries: int) -> int:
@@ -91,9 +132,11 @@ def shard_path(shard: int, instant: str, kind: str) -> str:
     return f"{record_index_shard_dir(shard)}/{index_file_name(instant, kind)}"
 
 
-def write_shards(base_path: str, instant: str, kind: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: rows sorted by (shard, key) into one index file per shard (a Spark
-    partition may hold several shards)."""
+def write_shards(base_path: str, instant: str, kind: str, entry_key: str, digested: bool,
+                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: rows sorted by shard (RECORD_KEYS: by shard and key) into one index file
+    of `entry_key` entries per shard (a Spark partition may hold several shards). Record keys
+    become digests here, unless they are `digested` already (a digest index's compaction)."""
     storage = Storage(base_path)
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
@@ -101,10 +144,17 @@ def write_shards(base_path: str, instant: str, kind: str, batches: Iterator[pa.R
     table = pa.concat_tables(tables)
     shards = table.column("shard").to_numpy()
     starts = [0] + [i + 1 for i in range(len(shards) - 1) if shards[i] != shards[i + 1]] + [len(shards)]
+    schema = entry_schema(entry_key)
     for start, end in zip(starts, starts[1:]):
         path = shard_path(int(shards[start]), instant, kind)
-        write_index_file(storage, path, table.slice(start, end - start).drop_columns(["shard"]).cast(ENTRY_SCHEMA),
-                         instant if kind == DELTA else None, use_dictionary=["file_id"], row_group_size=64 * 1024)
+        entries = table.slice(start, end - start).select(schema.names)
+        options = dict(use_dictionary=["file_id"], row_group_size=64 * 1024)
+        if entry_key == DIGESTS:
+            if not digested:
+                entries = entries.set_column(0, "key", key_digests(entries.column("key")))
+            entries = entries.sort_by("key")
+            options.update(compression={"key": "none", "file_id": "zstd", "deleted": "zstd"})
+        write_index_file(storage, path, entries.cast(schema), instant if kind == DELTA else None, **options)
         yield pa.RecordBatch.from_pylist([{"path": path, "entries": end - start}], schema=_SHARD_RESULT)
 
 
@@ -123,42 +173,46 @@ def keys_by_row_group(metadata: pq.FileMetaData, sorted_keys: List[str]) -> List
     return out
 
 
-def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: Sequence[str]) -> pa.Table:
-    """The newest entry (key, file_id, deleted) of each of `keys` that one of `files`
-    ((instant, path)) holds; only the row groups that can hold one of `keys` are read."""
-    sorted_keys = sorted(set(keys))
-    wanted = pa.array(sorted_keys, pa.string())
+def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: Sequence[str], entry_key: str) -> pa.Table:
+    """The newest entry (record key, file_id, deleted) of each of `keys` that one of `files`
+    ((instant, path)) of an index of `entry_key` entries holds; only the row groups that can
+    hold one of `keys` are read."""
+    record_keys = pa.array(sorted(set(keys)), pa.string())
+    wanted = index_keys(record_keys, entry_key)
+    order = pc.sort_indices(wanted)  # digests sort apart from their keys
+    wanted, record_keys = wanted.take(order), record_keys.take(order)
+    sorted_wanted = wanted.to_pylist()
     parts = []
     for age, (_, path) in enumerate(sorted(files)):  # oldest first: a later delta's entry wins
         with storage.open_input(path) as source:
             parquet = pq.ParquetFile(source, read_dictionary=["file_id"])
-            for group, start, end in keys_by_row_group(parquet.metadata, sorted_keys):
+            for group, start, end in keys_by_row_group(parquet.metadata, sorted_wanted):
                 found = _matches(parquet, group, wanted.slice(start, end - start))
                 parts.append(found.append_column("age", pa.repeat(pa.scalar(age, pa.int32()), found.num_rows)))
     if not parts:
         return ENTRY_SCHEMA.empty_table()
     entries = pa.concat_tables(parts)
+    entries = entries.set_column(0, "key", record_keys.take(pc.index_in(entries.column("key"), value_set=wanted)))
     entries = entries.take(pc.sort_indices(entries, [("key", "ascending"), ("age", "descending")]))
     keys_in_order = entries.column("key").combine_chunks()
     first_of_key = pa.concat_arrays([pa.array([True]), pc.not_equal(keys_in_order[1:], keys_in_order[:-1])]) \
         if len(keys_in_order) else pa.array([], pa.bool_())
-    return entries.filter(first_of_key).drop_columns(["age"])
+    return entries.filter(first_of_key).drop_columns(["age"]).cast(ENTRY_SCHEMA)
 
 
 def _matches(parquet: pq.ParquetFile, group: int, wanted: pa.Array) -> pa.Table:
-    """The entries of one row group whose key is wanted (`wanted`: the keys in the group's key
-    range, so that all groups together hash each key once), as ENTRY_SCHEMA. One row group at
-    a time, the key column first and the rest for matches only, fileIds kept as their
-    dictionary: a shard's lookup then decodes its keys into the same few MB again and again.
-    (Decoding a whole 2M-entry shard at once, fileIds as strings, allocated ~150 MB per lookup
-    and took 2-8x as long inside a task, page faults included.)"""
+    """The entries (index key, file_id, deleted) of one row group whose key is wanted
+    (`wanted`: the keys in the group's key range, so that all groups together hash each key
+    once). One row group at a time, the key column first and the rest for matches only,
+    fileIds kept as their dictionary: a shard's lookup then decodes its keys into the same few
+    MB again and again. (Decoding a whole 2M-entry shard at once, fileIds as strings, allocated
+    ~150 MB per lookup and took 2-8x as long inside a task, page faults included.)"""
     keys = parquet.read_row_group(group, columns=["key"], use_threads=False).column("key")
     at = pc.indices_nonzero(pc.is_in(keys, value_set=wanted))
-    if not len(at):  # new keys fall in some group's range and match nothing there
-        return ENTRY_SCHEMA.empty_table()
-    rest = parquet.read_row_group(group, columns=["file_id", "deleted"], use_threads=False).take(at)
-    return pa.table([keys.take(at), rest.column("file_id").cast(pa.string()), rest.column("deleted")],
-                    schema=ENTRY_SCHEMA)
+    rest = parquet.read_row_group(group, columns=["file_id", "deleted"], use_threads=False).take(at) if len(at) \
+        else pa.table({"file_id": pa.array([], pa.string()), "deleted": pa.array([], pa.bool_())})
+    return pa.table({"key": keys.take(at), "file_id": rest.column("file_id").cast(pa.string()),
+                     "deleted": rest.column("deleted")})
 
 
 def live_holders(found: pa.Table, keys: pa.Array, live: Dict[str, str]) -> Tuple[pa.Array, pa.Array]:
@@ -172,7 +226,7 @@ def live_holders(found: pa.Table, keys: pa.Array, live: Dict[str, str]) -> Tuple
     return live_ids.take(where), pa.array(list(live.values()), pa.string()).take(where)
 
 
-def _lookup_task(base_path: str, files_by_shard: FilesByShard, live: Dict[str, str],
+def _lookup_task(base_path: str, plan: "LookupPlan", live: Dict[str, str],
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the live entries of the keys that arrive (with their shard), reading
     each shard's index files directly."""
@@ -184,7 +238,7 @@ def _lookup_task(base_path: str, files_by_shard: FilesByShard, live: Dict[str, s
     arrived = arrived.filter(pc.is_valid(arrived.column("key")))
     for shard in pc.unique(arrived.column("shard")).to_pylist():
         keys = arrived.filter(pc.equal(arrived.column("shard"), shard)).column("key")
-        found = latest_entries(storage, files_by_shard.get(shard, []), keys.to_pylist())
+        found = plan.latest_entries(storage, shard, keys.to_pylist())
         file_ids, partitions = live_holders(found, found.column("key"), live)
         held = pa.table([found.column("key"), partitions, file_ids], schema=_LOCATION).filter(pc.is_valid(file_ids))
         yield from held.to_batches()
@@ -198,10 +252,16 @@ def entries_of(rows: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True)
 class LookupPlan:
-    """How a batch finds its keys: the shard of a key, each shard's files."""
+    """How a batch finds its keys: the shard of a key, each shard's files, what their entries
+    are keyed by."""
 
     sharding: Sharding
     files_by_shard: FilesByShard
+    entry_key: str = DIGESTS
+
+    def latest_entries(self, storage: Storage, shard: int, keys: Sequence[str]) -> pa.Table:
+        """The newest entry of each of `keys` (all of `shard`) in the shard's files."""
+        return latest_entries(storage, self.files_by_shard.get(shard, []), keys, self.entry_key)
 
 
 class RecordIndex(TableIndex):
@@ -215,22 +275,36 @@ class RecordIndex(TableIndex):
     def sharding(self) -> Sharding:
         return Sharding.of_state(self.state())
 
-    def _write(self, entries: DataFrame, instant: str, kind: str, sharding: Sharding) -> Dict[str, int]:
-        """Index files written ({path: entries}), one per shard that has entries."""
-        keyed = entries.withColumn("shard", sharding.shard_of(F.col("key")))
-        task = functools.partial(write_shards, self.storage.base_path, instant, kind)
-        out = (sharding.distribute(keyed, "key", "shard").sortWithinPartitions("shard", "key")
+    def entry_key(self) -> str:
+        return entry_key_of(self.state())
+
+    def _write(self, entries: DataFrame, instant: str, kind: str, sharding: Sharding, entry_key: str,
+               digested: bool = False) -> Dict[str, int]:
+        """Index files of `entry_key` entries written ({path: entries}), one per shard that has
+        entries. `entries`: (key, file_id, deleted) of record keys, or, `digested`, of a digest
+        index's digests with their `shard`."""
+        keyed = entries if digested else entries.withColumn("shard", sharding.shard_of(F.col("key")))
+        order = ["shard", "key"] if entry_key == RECORD_KEYS else ["shard"]  # digests are sorted as they are made
+        task = functools.partial(write_shards, self.storage.base_path, instant, kind, entry_key, digested)
+        out = (sharding.distribute(keyed, None if digested else "key", "shard").sortWithinPartitions(*order)
                .mapInArrow(task, "path string, entries long"))
         rows = settled(self.spark, out.collect)
         return {r.path: r.entries for r in rows}
 
     def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
-        """`num_shards` defaults to one per ENTRIES_PER_SHARD entries."""
+        """`num_shards` defaults to one per ENTRIES_PER_SHARD entries. A build as of the
+        instant of the current base (a rebuild) deletes the base files of that instant it did not
+        write: of shards it left empty, of another format or hash."""
         entries = entries_of(snapshot)
         sharding = Sharding(num_shards or shards_for(entries.count()))
-        written = sum(self._write(entries, instant, BASE, sharding).values())
-        self.files.write_state(dict(sharding.state(), base_instant=instant, entries_at_build=written))
-        return written
+        written = self._write(entries, instant, BASE, sharding, DIGESTS)
+        self.files.write_state(dict(sharding.state(), entry_key=DIGESTS, base_instant=instant,
+                                    entries_at_build=sum(written.values())))
+        for shard in self.storage.list_names(RECORD_INDEX_DIR):
+            stale = posixpath.join(RECORD_INDEX_DIR, shard, index_file_name(instant, BASE))
+            if stale not in written and self.storage.exists(stale):
+                self.storage.delete_file(stale)
+        return sum(written.values())
 
     def delta(self, instant: str, change: IndexChange) -> List[str]:
         """The keys of new file groups and tombstones of deleted keys (rewritten groups keep
@@ -249,7 +323,8 @@ class RecordIndex(TableIndex):
         if change.removed is not None:
             parts.append(change.removed)
         entries = functools.reduce(lambda a, b: a.unionByName(b), parts)
-        return sorted(self._write(entries, instant, DELTA, self.sharding))
+        state = self.state()
+        return sorted(self._write(entries, instant, DELTA, Sharding.of_state(state), entry_key_of(state)))
 
     def visible_files(self, completed: List[Instant], as_of: Optional[str] = None,
                       state: Optional[dict] = None) -> FilesByShard:
@@ -269,29 +344,48 @@ class RecordIndex(TableIndex):
         state = self.state()
         if state is None:
             return LookupPlan(Sharding(default_shards), {})
-        return LookupPlan(Sharding.of_state(state), self.visible_files(completed, state=state))
+        return LookupPlan(Sharding.of_state(state), self.visible_files(completed, state=state), entry_key_of(state))
 
-    def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
-        files = [path for per_shard in self.visible_files(completed, as_of).values() for _, path in per_shard]
+    def _latest(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None,
+                state: Optional[dict] = None) -> DataFrame:
+        """(key, shard, partition, file_id): the live entry of each key the index at `as_of`
+        holds, its key as stored, its shard that of the files holding it (`state`: the state
+        file, when the caller has read it)."""
+        state = state or self.state()
+        key_type = "binary" if entry_key_of(state) == DIGESTS else "string"
+        files = [path for per_shard in self.visible_files(completed, as_of, state).values() for _, path in per_shard]
         if not files:
-            return self.spark.createDataFrame([], LOCATION_DDL)
-        entries = (self.spark.read.schema(ENTRY_DDL).parquet(*[literal_path(self.storage.uri(p)) for p in files])
-                   .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
-        latest = entries.groupBy("key").agg(F.max_by(F.struct("file_id", "deleted"), "instant").alias("e"))
+            return self.spark.createDataFrame([], f"key {key_type}, shard int, partition string, file_id string")
+        entries = (self.spark.read.schema(f"key {key_type}, file_id string, deleted boolean")
+                   .parquet(*[literal_path(self.storage.uri(p)) for p in files])
+                   .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17))
+                   .withColumn("shard", F.regexp_extract(F.col("_metadata.file_path"), r"/shard=(\d+)/[^/]*$", 1).cast("int")))
+        latest = entries.groupBy("key", "shard").agg(F.max_by(F.struct("file_id", "deleted"), "instant").alias("e"))
         live = self.spark.createDataFrame([(g.file_id, g.partition) for g in view.live_groups()],
                                           "file_id string, partition string")
-        return (latest.where(~F.col("e.deleted")).select("key", F.col("e.file_id").alias("file_id"))
-                .join(F.broadcast(live), "file_id").select("key", "partition", "file_id"))
+        return (latest.where(~F.col("e.deleted")).select("key", "shard", F.col("e.file_id").alias("file_id"))
+                .join(F.broadcast(live), "file_id").select("key", "shard", "partition", "file_id"))
+
+    def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
+        """Every live entry (key as stored: a digest in a DIGESTS index, partition, file_id)."""
+        return self._latest(completed, view, as_of).drop("shard")
+
+    def as_indexed(self, located: DataFrame) -> DataFrame:
+        if self.entry_key() == RECORD_KEYS:
+            return super().as_indexed(located)
+        schema = T.StructType([T.StructField("key", T.BinaryType())] + located.schema.fields[1:]
+                              + [T.StructField("record_key", T.StringType())])
+        return located.mapInArrow(_with_digests, schema)
 
     def lookup(self, completed: List[Instant], view: FileSystemView, keys: DataFrame) -> DataFrame:
         """The live entries (key, partition, file_id) of `keys` (a one-column DataFrame): one
         task per shard with keys reads that shard's files, only the row groups whose key range
         can hold a wanted key, on the executors."""
         live = {g.file_id: g.partition for g in view.live_groups()}
-        task = functools.partial(_lookup_task, self.storage.base_path, self.visible_files(completed), live)
-        sharding = self.sharding
-        probes = keys.toDF("key").select("key", sharding.shard_of(F.col("key")).alias("shard"))
-        return sharding.distribute(probes, "key", "shard").mapInArrow(task, LOCATION_DDL)
+        plan = self.lookup_plan(completed, 1)
+        task = functools.partial(_lookup_task, self.storage.base_path, plan, live)
+        probes = keys.toDF("key").select("key", plan.sharding.shard_of(F.col("key")).alias("shard"))
+        return plan.sharding.distribute(probes, "key", "shard").mapInArrow(task, LOCATION_DDL)
 
     def holders(self, keys: DataFrame, completed: List[Instant], view: FileSystemView) -> Set[str]:
         if not self.is_built():
@@ -302,12 +396,25 @@ class RecordIndex(TableIndex):
         return any(has_too_many_deltas(files) for files in self.visible_files(completed).values())
 
     def compact(self, completed: List[Instant], view: FileSystemView) -> None:
-        """The RFC-8 base-plus-log compaction, on the executors. An index of an older sharding
-        hash is resharded with the current one (the shard count stays)."""
+        """The RFC-8 base-plus-log compaction, on the executors, into a DIGESTS base. An index
+        of record keys is resharded with the current hash (the shard count stays); a digest
+        index's entries stay in their shards. The state is read once: a compaction published
+        meanwhile changes nothing this one computes."""
+        state = self.state()
         instant = max(i.timestamp for i in completed)
-        superseded = [p for files in self.visible_files(completed).values() for _, p in files]
-        entries = self.entries(completed, view).select("key", "file_id", F.lit(False).alias("deleted"))
-        sharding = Sharding(self.num_shards)
-        self._write(entries, instant, BASE, sharding)
-        state = {k: v for k, v in self.state().items() if k not in Sharding.STATE_KEYS}
-        self.files.finish_compaction(dict(state, **sharding.state(), base_instant=instant), superseded)
+        superseded = [p for files in self.visible_files(completed, state=state).values() for _, p in files]
+        entries = self._latest(completed, view, state=state).select("key", "shard", "file_id", F.lit(False).alias("deleted"))
+        digested = entry_key_of(state) == DIGESTS
+        sharding = Sharding(Sharding.of_state(state).num_shards)
+        self._write(entries if digested else entries.drop("shard"), instant, BASE, sharding, DIGESTS, digested)
+        kept = {k: v for k, v in state.items() if k not in Sharding.STATE_KEYS}
+        self.files.finish_compaction(dict(kept, **sharding.state(), entry_key=DIGESTS, base_instant=instant), superseded)
+
+
+def _with_digests(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: rows (key, ...) of record keys with `key` their digest (as Spark's binary:
+    it takes no fixed-width bytes), the record key appended as `record_key`."""
+    for batch in batches:
+        keys = batch.column(0)
+        yield pa.RecordBatch.from_arrays([key_digests(keys).cast(pa.binary())] + batch.columns[1:] + [keys],
+                                         names=batch.schema.names + ["record_key"])

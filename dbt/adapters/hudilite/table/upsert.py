@@ -50,7 +50,7 @@ from .index_files import DELTA
 from .instant import COMMIT
 from .layout import staged_dir, staged_path
 from .placement import pack
-from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, latest_entries, live_holders, write_shards
+from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, live_holders, write_shards
 from .rows import ROW_INDEX, SLICE, insert_layout
 from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
@@ -86,7 +86,7 @@ def stage_tagged(batch: DataFrame, plan: LookupPlan, live: Dict[str, str], preco
                  spec: WriteSpec) -> Tuple["Summary", List[str]]:
     """The batch tagged (`tag_task`) in one Spark job: (its summary, the staged files holding
     the tagged rows). The batch is evaluated once; every later job reads the staged files."""
-    task = functools.partial(tag_task, plan.files_by_shard, live, precombine, spec)
+    task = functools.partial(tag_task, plan, live, precombine, spec)
     sharded = plan.sharding.distribute(batch.withColumn(SHARD, plan.sharding.shard_of(F.col(RECORD_KEY))), RECORD_KEY, SHARD)
     return _staging_job(sharded, task)
 
@@ -146,7 +146,7 @@ def one_row_per_key(rows: pa.Table, precombine: Optional[str]) -> Tuple[pa.Table
     return rows, pc.invert(pc.and_(first_of_key, last_of_key))
 
 
-def tag_task(files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, str], precombine: Optional[str],
+def tag_task(plan: LookupPlan, live: Dict[str, str], precombine: Optional[str],
              spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the batch rows of some shards, deduplicated and tagged with the live
     (partition, fileId) of their key from the shard's index files (`live`: fileId -> partition
@@ -162,7 +162,7 @@ def tag_task(files_by_shard: Dict[int, List[Tuple[str, str]]], live: Dict[str, s
         for shard in pc.unique(shards).to_pylist():
             part, duplicate = one_row_per_key(rows.filter(pc.equal(shards, shard)).drop_columns([SHARD]), precombine)
             keys = part.column(RECORD_KEY)
-            found = latest_entries(storage, files_by_shard.get(shard, []), keys.to_pylist())
+            found = plan.latest_entries(storage, shard, keys.to_pylist())
             file_ids, partitions = live_holders(found, keys, live)
             yield (part.append_column(OLD_PARTITION, partitions).append_column(OLD_FILE_ID, file_ids)
                    .append_column(DUPLICATE, duplicate)
@@ -538,7 +538,8 @@ def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: 
         entries = pa.table({"key": entries.column("entry_key"), "file_id": entries.column("file_id"),
                             "deleted": entries.column("entry_deleted"), "shard": entries.column("entry_shard")})
         entries = entries.sort_by([("shard", "ascending"), ("key", "ascending")])
-        written = write_shards(ctx.storage.base_path, spec.instant, DELTA, iter(entries.to_batches()))
+        written = write_shards(ctx.storage.base_path, spec.instant, DELTA, ctx.index.entry_key(), False,
+                               iter(entries.to_batches()))
         index_files = sorted(p for out in written for p in out.column("path").to_pylist())
     return stats, [s for s in stats if not s.prevCommit], index_files
 
