@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.hudilite.table.record_index import (
-    DIGESTS, ENTRY_SCHEMA, RECORD_KEYS, entry_schema, key_digests, keys_by_row_group, latest_entries, live_holders,
-    write_shards)
+    DIGESTS, ENTRY_SCHEMA, RECORD_KEYS, compact_task, entry_schema, key_digests, keys_by_row_group, latest_entries,
+    live_holders, write_shards)
 from dbt.adapters.hudilite.table.storage import Storage
 
 both_kinds = pytest.mark.parametrize("entry_key", [DIGESTS, RECORD_KEYS])
@@ -92,7 +92,7 @@ def test_written_shards_are_found_again_by_record_key(tmp_path, entry_key):
     keys = STRANGE_KEYS + [f"k{i}" for i in range(300)]
     rows = sorted(((i % 3, k, f"fg-{i % 7}", i % 5 == 0) for i, k in enumerate(keys)), key=lambda r: (r[0], r[1]))
     batch = pa.RecordBatch.from_pylist([dict(shard=s, key=k, file_id=f, deleted=d) for s, k, f, d in rows])
-    written = [r for b in write_shards(str(tmp_path), "20260101000000001", "base", entry_key, False, iter([batch]))
+    written = [r for b in write_shards(str(tmp_path), "20260101000000001", "base", entry_key, iter([batch]))
                for r in b.to_pylist()]
     assert [(r["path"].split("/")[-2], r["entries"]) for r in written] == [
         (f"shard={s}", sum(1 for r in rows if r[0] == s)) for s in range(3)]
@@ -138,3 +138,34 @@ def test_row_groups_without_statistics_and_keys_too_long_for_them(tmp_path):
         assert (1, 0, len(wanted)) in keys_by_row_group(metadata, wanted)  # the long key's group: no range
         assert by_key(latest_entries(storage, [("20260101000000001", path)], wanted, RECORD_KEYS)) == {
             "b": ("f1", False), long_key: ("f2", False), "l": ("f3", True)}
+
+
+def test_a_shard_compacts_to_the_newest_live_entry_of_each_key(tmp_path):
+    """`compact_task` over a base and two deltas: a later delta's entry wins over the base's
+    and an earlier delta's, tombstones and entries of file groups no longer live go, the new
+    base is sorted by digest; a shard whose entries all went gets no file."""
+    storage = Storage(str(tmp_path))
+    base = [(f"k{i}", "f1" if i % 2 else "f2", False) for i in range(100)]
+    write_entries(storage, "s0/1.base.parquet", base, 16, DIGESTS)
+    write_entries(storage, "s0/2.delta.parquet", [("k1", "f3", False), ("k3", "f1", True), ("new", "f3", False)], 16, DIGESTS)
+    write_entries(storage, "s0/3.delta.parquet", [("k1", "f4", False), ("new2", "gone", False)], 16, DIGESTS)
+    write_entries(storage, "s1/1.base.parquet", [("only", "gone", False)], 16, DIGESTS)
+    files = {0: [("20260101000000003", "s0/3.delta.parquet"), ("20260101000000001", "s0/1.base.parquet"),
+                 ("20260101000000002", "s0/2.delta.parquet")],
+             1: [("20260101000000001", "s1/1.base.parquet")]}
+    numbers = pa.RecordBatch.from_pylist([{"id": 0}, {"id": 1}, {"id": 2}])
+    written = [r for b in compact_task(str(tmp_path), files, ["f1", "f3", "f4"], "20260101000000003", iter([numbers]))
+               for r in b.to_pylist()]
+    path = ".hoodie/.hudilite/record_index/shard=0/20260101000000003.base.parquet"
+    expected = {k: f for k, f, _ in base if f == "f1"}  # f2 is no longer live
+    expected.update({"k1": "f4", "new": "f3"})  # k1: the latest delta's; k3: deleted by a tombstone
+    del expected["k3"]
+    assert written == [{"path": path, "entries": len(expected)}]
+    with storage.open_input(path) as source:
+        stored = pq.read_table(source)
+    assert stored.schema == entry_schema(DIGESTS)
+    assert stored.column("key").to_pylist() == sorted(stored.column("key").to_pylist())
+    assert not any(stored.column("deleted").to_pylist())
+    files = [("20260101000000003", path)]
+    assert by_key(latest_entries(storage, files, [k for k, _, _ in base] + ["new", "new2", "only"], DIGESTS)) == {
+        k: (f, False) for k, f in expected.items()}

@@ -36,7 +36,7 @@ from .layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
 from .reader import literal_path
 from .schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from .storage import Storage
-from .writer import settled
+from .writer import run_task_job, settled
 
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024
@@ -121,16 +121,10 @@ class Sharding:
         hashed = F.hash(key) if self.hash_name == MURMUR3 else F.xxhash64(key)
         return F.pmod(hashed, F.lit(self.num_shards)).cast("int")
 
-    def distribute(self, rows: DataFrame, key: Optional[str], shard: str) -> DataFrame:
+    def distribute(self, rows: DataFrame, key: str, shard: str) -> DataFrame:
         """`rows` shuffled into `num_shards` partitions, each holding whole shards (with
-        MURMUR3 and a record `key` column, partition i holds shard i). Rows without their record
-        key (a digest index's entries) go by their `shard` column, by range: a hash of the shard
-        numbers would put up to six shards of 1,024 in one task."""
-        if key is not None and self.hash_name == MURMUR3:
-            return rows.repartition(self.num_shards, F.col(key))
-        if key is None:
-            return rows.repartitionByRange(self.num_shards, F.col(shard))
-        return rows.repartition(self.num_shards, F.col(shard))
+        MURMUR3, partition i holds shard i)."""
+        return rows.repartition(self.num_shards, F.col(key) if self.hash_name == MURMUR3 else F.col(shard))
 
 
 def shards_for(entries: int) -> int:
@@ -141,11 +135,10 @@ def shard_path(shard: int, instant: str, kind: str) -> str:
     return f"{record_index_shard_dir(shard)}/{index_file_name(instant, kind)}"
 
 
-def write_shards(base_path: str, instant: str, kind: str, entry_key: str, digested: bool,
+def write_shards(base_path: str, instant: str, kind: str, entry_key: str,
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: rows sorted by shard (RECORD_KEYS: by shard and key) into one index file
-    of `entry_key` entries per shard (a Spark partition may hold several shards). Record keys
-    become digests here, unless they are `digested` already (a digest index's compaction)."""
+    """Executor side: rows of record keys sorted by shard (RECORD_KEYS: by shard and key) into
+    one index file of `entry_key` entries per shard (a Spark partition may hold several shards)."""
     storage = Storage(base_path)
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
@@ -153,18 +146,72 @@ def write_shards(base_path: str, instant: str, kind: str, entry_key: str, digest
     table = pa.concat_tables(tables)
     shards = table.column("shard").to_numpy()
     starts = [0] + (np.flatnonzero(shards[1:] != shards[:-1]) + 1).tolist() + [len(shards)]
-    schema = entry_schema(entry_key)
     for start, end in zip(starts, starts[1:]):
-        path = shard_path(int(shards[start]), instant, kind)
-        entries = table.slice(start, end - start).select(schema.names)
-        options = dict(use_dictionary=["file_id"], row_group_size=64 * 1024)
+        entries = table.slice(start, end - start)
         if entry_key == DIGESTS:
-            if not digested:
-                entries = entries.set_column(0, "key", key_digests(entries.column("key")))
-            entries = entries.take(_digest_order(entries.column("key").combine_chunks()))
-            options.update(compression={"key": "none", "file_id": "zstd", "deleted": "zstd"})
-        write_index_file(storage, path, entries.cast(schema), instant if kind == DELTA else None, **options)
+            entries = entries.set_column(entries.schema.get_field_index("key"), "key", key_digests(entries.column("key")))
+        path = shard_path(int(shards[start]), instant, kind)
+        _write_entries(storage, path, entries, entry_key, instant if kind == DELTA else None)
         yield pa.RecordBatch.from_pylist([{"path": path, "entries": end - start}], schema=_SHARD_RESULT)
+
+
+def _write_entries(storage: Storage, path: str, entries: pa.Table, entry_key: str, delta_instant: Optional[str]) -> None:
+    """One index file of `entry_key` entries (their keys as the index stores them)."""
+    schema = entry_schema(entry_key)
+    entries = entries.select(schema.names)
+    options = dict(use_dictionary=["file_id"], row_group_size=64 * 1024)
+    if entry_key == DIGESTS:
+        entries = entries.take(_digest_order(entries.column("key").combine_chunks()))
+        options.update(compression={"key": "none", "file_id": "zstd", "deleted": "zstd"})
+    write_index_file(storage, path, entries.cast(schema), delta_instant, **options)
+
+
+def compact_task(base_path: str, files_by_shard: FilesByShard, live_ids: List[str], instant: str,
+                 numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: each digest index shard whose number arrives folded into a base as of
+    `instant`: the newest entry of each key in the shard's files, but for tombstones and
+    entries of file groups no longer live. A shard left without entries gets no file."""
+    storage = Storage(base_path)
+    live = pa.array(live_ids, pa.string())
+    for shard in (n for batch in numbers for n in batch.column(0).to_pylist()):
+        files = sorted(files_by_shard.get(shard, []))
+        if not files:
+            continue
+        newest = _newest_entries(storage, [path for _, path in files])
+        kept = newest.filter(pc.and_(pc.invert(newest.column("deleted")), pc.is_in(newest.column("file_id"), value_set=live)))
+        if not kept.num_rows:
+            continue
+        path = shard_path(shard, instant, BASE)
+        _write_entries(storage, path, kept, DIGESTS, None)
+        yield pa.RecordBatch.from_pylist([{"path": path, "entries": kept.num_rows}], schema=_SHARD_RESULT)
+
+
+def _newest_entries(storage: Storage, paths: List[str]) -> pa.Table:
+    """The newest entry of each key in one shard's files (`paths`, oldest first; each file holds
+    a key once). The oldest, usually the large base, is filtered by the keys of the others."""
+    def read(path: str) -> pa.Table:
+        with storage.open_input(path) as source:
+            return pq.read_table(source, use_threads=False)
+
+    oldest = read(paths[0])
+    if len(paths) == 1:
+        return oldest
+    newer = _newest_of_each_key(pa.concat_tables([_aged(read(p), age) for age, p in enumerate(paths[1:], 1)]))
+    older = oldest.filter(pc.invert(pc.is_in(oldest.column("key"), value_set=newer.column("key").combine_chunks())))
+    return pa.concat_tables([older, newer.cast(older.schema)])
+
+
+def _aged(entries: pa.Table, age: int) -> pa.Table:
+    return entries.append_column("age", pa.repeat(pa.scalar(age, pa.int32()), entries.num_rows))
+
+
+def _newest_of_each_key(entries: pa.Table) -> pa.Table:
+    """Of `entries` (`_aged`), the one of each key with the highest age, without the age."""
+    entries = entries.take(pc.sort_indices(entries, [("key", "ascending"), ("age", "descending")]))
+    keys = entries.column("key").combine_chunks()
+    first_of_key = pa.concat_arrays([pa.array([True]), pc.not_equal(keys[1:], keys[:-1])]) if len(keys) \
+        else pa.array([], pa.bool_())
+    return entries.filter(first_of_key).drop_columns(["age"])
 
 
 def keys_by_row_group(metadata: pq.FileMetaData, sorted_keys: List[str]) -> List[Tuple[int, int, int]]:
@@ -196,17 +243,12 @@ def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: Sequenc
         with storage.open_input(path) as source:
             parquet = pq.ParquetFile(source, read_dictionary=["file_id"])
             for group, start, end in keys_by_row_group(parquet.metadata, sorted_wanted):
-                found = _matches(parquet, group, wanted.slice(start, end - start))
-                parts.append(found.append_column("age", pa.repeat(pa.scalar(age, pa.int32()), found.num_rows)))
+                parts.append(_aged(_matches(parquet, group, wanted.slice(start, end - start)), age))
     if not parts:
         return ENTRY_SCHEMA.empty_table()
     entries = pa.concat_tables(parts)
     entries = entries.set_column(0, "key", record_keys.take(pc.index_in(entries.column("key"), value_set=wanted)))
-    entries = entries.take(pc.sort_indices(entries, [("key", "ascending"), ("age", "descending")]))
-    keys_in_order = entries.column("key").combine_chunks()
-    first_of_key = pa.concat_arrays([pa.array([True]), pc.not_equal(keys_in_order[1:], keys_in_order[:-1])]) \
-        if len(keys_in_order) else pa.array([], pa.bool_())
-    return entries.filter(first_of_key).drop_columns(["age"]).cast(ENTRY_SCHEMA)
+    return _newest_of_each_key(entries).cast(ENTRY_SCHEMA)
 
 
 def _matches(parquet: pq.ParquetFile, group: int, wanted: pa.Array) -> pa.Table:
@@ -287,15 +329,13 @@ class RecordIndex(TableIndex):
     def entry_key(self) -> str:
         return entry_key_of(self.state())
 
-    def _write(self, entries: DataFrame, instant: str, kind: str, sharding: Sharding, entry_key: str,
-               digested: bool = False) -> Dict[str, int]:
+    def _write(self, entries: DataFrame, instant: str, kind: str, sharding: Sharding, entry_key: str) -> Dict[str, int]:
         """Index files of `entry_key` entries written ({path: entries}), one per shard that has
-        entries. `entries`: (key, file_id, deleted) of record keys, or, `digested`, of a digest
-        index's digests with their `shard`."""
-        keyed = entries if digested else entries.withColumn("shard", sharding.shard_of(F.col("key")))
+        entries (`entries`: key, file_id, deleted of record keys)."""
+        keyed = entries.withColumn("shard", sharding.shard_of(F.col("key")))
         order = ["shard", "key"] if entry_key == RECORD_KEYS else ["shard"]  # digests are sorted as they are made
-        task = functools.partial(write_shards, self.storage.base_path, instant, kind, entry_key, digested)
-        out = (sharding.distribute(keyed, None if digested else "key", "shard").sortWithinPartitions(*order)
+        task = functools.partial(write_shards, self.storage.base_path, instant, kind, entry_key)
+        out = (sharding.distribute(keyed, "key", "shard").sortWithinPartitions(*order)
                .mapInArrow(task, "path string, entries long"))
         rows = settled(self.spark, out.collect)
         return {r.path: r.entries for r in rows}
@@ -355,29 +395,23 @@ class RecordIndex(TableIndex):
             return LookupPlan(Sharding(default_shards), {})
         return LookupPlan(Sharding.of_state(state), self.visible_files(completed, state=state), entry_key_of(state))
 
-    def _latest(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None,
+    def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None,
                 state: Optional[dict] = None) -> DataFrame:
-        """(key, shard, partition, file_id): the live entry of each key the index at `as_of`
-        holds, its key as stored, its shard that of the files holding it (`state`: the state
-        file, when the caller has read it)."""
+        """Every live entry (key as stored: a digest in a DIGESTS index, partition, file_id) of
+        the index at `as_of` (`state`: the state file, when the caller has read it)."""
         state = state or self.state()
         key_type = "binary" if entry_key_of(state) == DIGESTS else "string"
         files = [path for per_shard in self.visible_files(completed, as_of, state).values() for _, path in per_shard]
         if not files:
-            return self.spark.createDataFrame([], f"key {key_type}, shard int, partition string, file_id string")
+            return self.spark.createDataFrame([], f"key {key_type}, partition string, file_id string")
         entries = (self.spark.read.schema(f"key {key_type}, file_id string, deleted boolean")
                    .parquet(*[literal_path(self.storage.uri(p)) for p in files])
-                   .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17))
-                   .withColumn("shard", F.regexp_extract(F.col("_metadata.file_path"), r"/shard=(\d+)/[^/]*$", 1).cast("int")))
-        latest = entries.groupBy("key", "shard").agg(F.max_by(F.struct("file_id", "deleted"), "instant").alias("e"))
+                   .withColumn("instant", F.substring(F.col("_metadata.file_name"), 1, 17)))
+        latest = entries.groupBy("key").agg(F.max_by(F.struct("file_id", "deleted"), "instant").alias("e"))
         live = self.spark.createDataFrame([(g.file_id, g.partition) for g in view.live_groups()],
                                           "file_id string, partition string")
-        return (latest.where(~F.col("e.deleted")).select("key", "shard", F.col("e.file_id").alias("file_id"))
-                .join(F.broadcast(live), "file_id").select("key", "shard", "partition", "file_id"))
-
-    def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None) -> DataFrame:
-        """Every live entry (key as stored: a digest in a DIGESTS index, partition, file_id)."""
-        return self._latest(completed, view, as_of).drop("shard")
+        return (latest.where(~F.col("e.deleted")).select("key", F.col("e.file_id").alias("file_id"))
+                .join(F.broadcast(live), "file_id").select("key", "partition", "file_id"))
 
     def as_indexed(self, located: DataFrame) -> DataFrame:
         if self.entry_key() == RECORD_KEYS:
@@ -405,18 +439,24 @@ class RecordIndex(TableIndex):
         return any(has_too_many_deltas(files) for files in self.visible_files(completed).values())
 
     def compact(self, completed: List[Instant], view: FileSystemView) -> None:
-        """The RFC-8 base-plus-log compaction, on the executors, into a DIGESTS base. An index
-        of record keys is resharded with the current hash (the shard count stays); a digest
-        index's entries stay in their shards. The state is read once: a compaction published
-        meanwhile changes nothing this one computes."""
+        """The RFC-8 base-plus-log compaction into a DIGESTS base, on the executors: a task per
+        shard folds its files (`compact_task`). An index of record keys is rewritten from all
+        its entries instead, resharded with the current hash (the shard count stays). The state
+        is read once: a compaction published meanwhile changes nothing this one computes."""
         state = self.state()
         instant = max(i.timestamp for i in completed)
-        superseded = [p for files in self.visible_files(completed, state=state).values() for _, p in files]
-        entries = self._latest(completed, view, state=state).select("key", "shard", "file_id", F.lit(False).alias("deleted"))
-        digested = entry_key_of(state) == DIGESTS
+        files = self.visible_files(completed, state=state)
         sharding = Sharding(Sharding.of_state(state).num_shards)
-        self._write(entries if digested else entries.drop("shard"), instant, BASE, sharding, DIGESTS, digested)
+        if entry_key_of(state) == DIGESTS:
+            task = functools.partial(compact_task, self.storage.base_path, files,
+                                     [g.file_id for g in view.live_groups()], instant)
+            shards = sharding.num_shards
+            run_task_job(self.spark.range(shards, numPartitions=shards), task, "path string, entries long")
+        else:
+            entries = self.entries(completed, view, state=state).select("key", "file_id", F.lit(False).alias("deleted"))
+            self._write(entries, instant, BASE, sharding, DIGESTS)
         kept = {k: v for k, v in state.items() if k not in Sharding.STATE_KEYS}
+        superseded = [p for per_shard in files.values() for _, p in per_shard]
         self.files.finish_compaction(dict(kept, **sharding.state(), entry_key=DIGESTS, base_instant=instant), superseded)
 
 

@@ -538,7 +538,7 @@ def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: 
         entries = pa.table({"key": entries.column("entry_key"), "file_id": entries.column("file_id"),
                             "deleted": entries.column("entry_deleted"), "shard": entries.column("entry_shard")})
         entries = entries.sort_by([("shard", "ascending"), ("key", "ascending")])
-        written = write_shards(ctx.storage.base_path, spec.instant, DELTA, ctx.index.entry_key(), False,
+        written = write_shards(ctx.storage.base_path, spec.instant, DELTA, ctx.index.entry_key(),
                                iter(entries.to_batches()))
         index_files = sorted(p for out in written for p in out.column("path").to_pylist())
     return stats, [s for s in stats if not s.prevCommit], index_files
