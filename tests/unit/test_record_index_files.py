@@ -169,3 +169,22 @@ def test_a_shard_compacts_to_the_newest_live_entry_of_each_key(tmp_path):
     files = [("20260101000000003", path)]
     assert by_key(latest_entries(storage, files, [k for k, _, _ in base] + ["new", "new2", "only"], DIGESTS)) == {
         k: (f, False) for k, f in expected.items()}
+
+
+def digests_of(*pairs):
+    """16-byte digests made of (first word, second word) bytes, to force ties in the first 8."""
+    return pa.array([bytes([a] * 8 + [b] * 8) for a, b in pairs], pa.binary(16))
+
+
+def test_digests_are_found_by_binary_search_through_ties_and_by_hashing_out_of_order():
+    from dbt.adapters.hudilite.table.record_index import _positions
+
+    stored = digests_of((0, 1), (0, 2), (0, 3), (1, 0), (2, 2), (2, 2), (255, 0))
+    wanted = digests_of((0, 3), (0, 9), (2, 2), (255, 0), (7, 7))
+    assert _positions(stored, wanted).to_pylist() == [2, 4, 5, 6]  # a stored duplicate is found twice
+    assert _positions(stored.slice(3), wanted.slice(2, 2)).to_pylist() == [1, 2, 3]  # offsets of slices
+    assert _positions(stored, wanted.slice(0, 0)).to_pylist() == []
+    assert _positions(stored.slice(0, 0), wanted).to_pylist() == []
+    shuffled = stored.take(pa.array([6, 0, 5, 1, 4, 2, 3]))  # not in digest order: hashed, still exact
+    assert _positions(shuffled, wanted).to_pylist() == [0, 2, 4, 5]
+    assert _positions(pa.array(["a", "b", "c"]), pa.array(["c", "a", "z"])).to_pylist() == [0, 2]
