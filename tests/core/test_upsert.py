@@ -228,6 +228,30 @@ def test_a_rebuild_at_the_same_instant_leaves_no_file_of_the_old_build(spark, tm
     assert table.read().count() == 41 and table.validate() == []
 
 
+def test_a_compaction_deletes_a_base_an_earlier_attempt_left_at_its_instant(spark, tmp_path):
+    """An earlier compaction at the same instant that did not publish left base files; a shard
+    that is empty now gets none from this one: the earlier attempt's file must not be read."""
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.insert(customers(spark, [(i, f"n{i}", "eu", 1) for i in range(40)]))
+    table.build_index(num_shards=2)
+    index = table.index
+    in_shard_1 = [r[0] for r in table.read().where(index.sharding.shard_of(F.col("_hoodie_record_key")) == 1)
+                  .select("id").collect()]
+    table.delete(spark.createDataFrame([(i, "eu") for i in in_shard_1], "id long, region string"))
+    latest = table.timeline()[-1].timestamp
+    root = os.path.join(table.path, ".hoodie/.hudilite/record_index")
+    stale = os.path.join(root, "shard=1", f"{latest}.base.parquet")
+    with open(os.path.join(root, "shard=1", os.listdir(os.path.join(root, "shard=1"))[0]), "rb") as f:
+        old_base = f.read()  # an unpublished attempt's file: the keys before the delete
+    with open(stale, "wb") as f:
+        f.write(old_base)
+    table.context.compact_index()
+    assert index.state()["base_instant"] == latest and not os.path.exists(stale)
+    assert table.read().count() == 40 - len(in_shard_1) and table.validate() == []
+    table.upsert(customers(spark, [(in_shard_1[0], "back", "eu", 2)]))
+    assert table.read().where(f"id = {in_shard_1[0]}").count() == 1 and table.validate() == []
+
+
 @pytest.mark.parametrize("num_shards", [2, 3, 5, 8])
 def test_a_shuffle_by_key_gives_each_task_one_whole_shard(spark, num_shards):
     keys = spark.range(2000).select(F.col("id").cast("string").alias("key"))

@@ -150,13 +150,21 @@ def test_a_shard_compacts_to_the_newest_live_entry_of_each_key(tmp_path):
     write_entries(storage, "s0/2.delta.parquet", [("k1", "f3", False), ("k3", "f1", True), ("new", "f3", False)], 16, DIGESTS)
     write_entries(storage, "s0/3.delta.parquet", [("k1", "f4", False), ("new2", "gone", False)], 16, DIGESTS)
     write_entries(storage, "s1/1.base.parquet", [("only", "gone", False)], 16, DIGESTS)
+    write_entries(storage, "s2/2.delta.parquet", [("d1", "f1", False), ("d2", "f1", False)], 16, DIGESTS)
+    write_entries(storage, "s2/3.delta.parquet", [("d1", "f3", True)], 16, DIGESTS)
     files = {0: [("20260101000000003", "s0/3.delta.parquet"), ("20260101000000001", "s0/1.base.parquet"),
                  ("20260101000000002", "s0/2.delta.parquet")],
-             1: [("20260101000000001", "s1/1.base.parquet")]}
-    numbers = pa.RecordBatch.from_pylist([{"id": 0}, {"id": 1}, {"id": 2}])
+             1: [("20260101000000001", "s1/1.base.parquet")],
+             2: [("20260101000000003", "s2/3.delta.parquet"), ("20260101000000002", "s2/2.delta.parquet")]}
+    numbers = pa.RecordBatch.from_pylist([{"id": 0}, {"id": 1}, {"id": 2}, {"id": 3}])
     written = [r for b in compact_task(str(tmp_path), files, ["f1", "f3", "f4"], "20260101000000003", iter([numbers]))
                for r in b.to_pylist()]
     path = ".hoodie/.hudilite/record_index/shard=0/20260101000000003.base.parquet"
+    only_deltas = ".hoodie/.hudilite/record_index/shard=2/20260101000000003.base.parquet"
+    assert written[1:] == [{"path": only_deltas, "entries": 1}]  # shard 1 kept nothing: no file; shard 3 has none
+    assert by_key(latest_entries(storage, [("20260101000000003", only_deltas)], ["d1", "d2"], DIGESTS)) == {
+        "d2": ("f1", False)}
+    written = written[:1]
     expected = {k: f for k, f, _ in base if f == "f1"}  # f2 is no longer live
     expected.update({"k1": "f4", "new": "f3"})  # k1: the latest delta's; k3: deleted by a tombstone
     del expected["k3"]

@@ -100,8 +100,11 @@ def completed_set(completed, as_of: Optional[str] = None) -> Set[str]:
 
 def write_index_file(storage: Storage, path: str, table: pa.Table, delta_instant: Optional[str] = None,
                      **parquet_options) -> None:
-    """Executor- or driver-side write of one index file (parquet, zstd unless said otherwise)."""
+    """Executor- or driver-side write of one index file (parquet, zstd unless said otherwise),
+    whole or not at all: a task attempt killed while a twin wrote the same path cannot leave it
+    cut short."""
     if delta_instant is not None:
         storage.write_bytes(marker_path(delta_instant, path), b"")
-    with storage.open_output(path) as sink:
-        pq.write_table(table, sink, **{"compression": "zstd", **parquet_options})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, **{"compression": "zstd", **parquet_options})
+    storage.write_atomic(path, sink.getvalue().to_pybytes(), TMP_DIR)

@@ -207,18 +207,19 @@ def compact_task(base_path: str, files_by_shard: FilesByShard, live_ids: List[st
 
 
 def _newest_entries(storage: Storage, paths: List[str]) -> pa.Table:
-    """The newest entry of each key in one shard's files (`paths`, oldest first; each file holds
-    a key once). The oldest, usually the large base, is filtered by the keys of the others."""
+    """The newest entry of each key in one shard's files (`paths`, oldest first; hudilite's
+    writes put a key in a file once). The oldest, usually the large base, is filtered by the
+    keys of the others."""
     def read(path: str) -> pa.Table:
-        with storage.open_input(path) as source:
-            return pq.read_table(source, use_threads=False)
+        with storage.open_input(path) as source:  # fileIds as their dictionary: a 2M-entry shard is ~40 MB, not ~150
+            return pq.read_table(source, use_threads=False, read_dictionary=["file_id"])
 
     oldest = read(paths[0])
     if len(paths) == 1:
         return oldest
     newer = _newest_of_each_key(pa.concat_tables([_aged(read(p), age) for age, p in enumerate(paths[1:], 1)]))
     older = oldest.filter(pc.invert(pc.is_in(oldest.column("key"), value_set=newer.column("key").combine_chunks())))
-    return pa.concat_tables([older, newer.cast(older.schema)])
+    return pa.concat_tables([older, newer])
 
 
 def _aged(entries: pa.Table, age: int) -> pa.Table:
@@ -369,11 +370,16 @@ class RecordIndex(TableIndex):
         written = self._write(entries, instant, BASE, sharding, DIGESTS)
         self.files.write_state(dict(sharding.state(), entry_key=DIGESTS, base_instant=instant,
                                     entries_at_build=sum(written.values())))
+        self._delete_bases_not_written(instant, set(written))
+        return sum(written.values())
+
+    def _delete_bases_not_written(self, instant: str, written: Set[str]) -> None:
+        """Base files of `instant` other than `written`: of shards a build or compaction at this
+        instant left empty, or of an earlier attempt at it that did not publish."""
         for shard in self.storage.list_names(RECORD_INDEX_DIR):
             stale = posixpath.join(RECORD_INDEX_DIR, shard, index_file_name(instant, BASE))
             if stale not in written and self.storage.exists(stale):
                 self.storage.delete_file(stale)
-        return sum(written.values())
 
     def delta(self, instant: str, change: IndexChange) -> List[str]:
         """The keys of new file groups and tombstones of deleted keys (rewritten groups keep
@@ -468,13 +474,16 @@ class RecordIndex(TableIndex):
         files = self.visible_files(completed, state=state)
         sharding = Sharding(Sharding.of_state(state).num_shards)
         if entry_key_of(state) == DIGESTS:
+            sharding = Sharding.of_state(state)  # digests cannot be resharded: their keys are gone
             task = functools.partial(compact_task, self.storage.base_path, files,
                                      [g.file_id for g in view.live_groups()], instant)
             shards = sharding.num_shards
-            run_task_job(self.spark.range(shards, numPartitions=shards), task, "path string, entries long")
+            written = {r["path"] for r in run_task_job(self.spark.range(shards, numPartitions=shards), task,
+                                                       "path string, entries long")}
         else:
             entries = self.entries(completed, view, state=state).select("key", "file_id", F.lit(False).alias("deleted"))
-            self._write(entries, instant, BASE, sharding, DIGESTS)
+            written = set(self._write(entries, instant, BASE, sharding, DIGESTS))
+        self._delete_bases_not_written(instant, written)  # of an earlier attempt at this instant
         kept = {k: v for k, v in state.items() if k not in Sharding.STATE_KEYS}
         superseded = [p for per_shard in files.values() for _, p in per_shard]
         self.files.finish_compaction(dict(kept, **sharding.state(), entry_key=DIGESTS, base_instant=instant), superseded)
