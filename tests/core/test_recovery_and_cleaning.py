@@ -11,7 +11,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable, TimelineError
-from dbt.adapters.hudilite.table.layout import marker_path, staged_path, writer_path
+from dbt.adapters.hudilite.table.layout import TMP_DIR, marker_path, staged_path, writer_path
+from dbt.adapters.hudilite.table.maintenance import TMP_FILE_LIFETIME_S
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 
@@ -242,6 +243,15 @@ def test_the_cleaner_removes_zombie_files_and_leaves_writers_in_flight_alone(spa
 
     left_by_kill = staged_file_of(t2)  # its driver was killed after publishing, before deleting them
     left_late, still_used = staged_file_of(rolled_back), staged_file_of(in_flight)
+    tmp_dir = os.path.join(table.path, TMP_DIR)  # an atomic write's file before its rename
+    os.makedirs(tmp_dir, exist_ok=True)
+    left_by_killed_task = os.path.join(tmp_dir, f"{t2}.base.parquet.0a1b.tmp")
+    being_written = os.path.join(tmp_dir, "index.json.2c3d.tmp")
+    for path in (left_by_killed_task, being_written):
+        with open(path, "wb") as f:
+            f.write(b"PAR1")
+    long_ago = time.time() - TMP_FILE_LIFETIME_S - 60
+    os.utime(left_by_killed_task, (long_ago, long_ago))
     assert sum("stray file" in p for p in table.validate()) == 2
 
     table.clean(retain_commits=10)
@@ -250,6 +260,7 @@ def test_the_cleaner_removes_zombie_files_and_leaves_writers_in_flight_alone(spa
     assert os.path.exists(os.path.join(table.path, pending_file))  # the live writer's file stays
     assert not os.path.exists(os.path.dirname(left_by_kill)) and not os.path.exists(os.path.dirname(left_late))
     assert os.path.exists(still_used)
+    assert not os.path.exists(left_by_killed_task) and os.path.exists(being_written)
     assert not any("stray file" in p for p in table.validate())
     assert sorted(r.id for r in table.read().collect()) == list(range(9))
     assert_hudi_rs_agrees(table)

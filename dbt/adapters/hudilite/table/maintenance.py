@@ -306,6 +306,9 @@ def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
             ctx.storage.delete_file(posixpath.join(HOODIE_DIR, instant_file_name(instant.timestamp, instant.action, state)))
 
 
+TMP_FILE_LIFETIME_S = 3600
+
+
 def remove_zombie_files(ctx: TableContext) -> List[str]:
     """Delete base files that no completed instant wrote and no writer in flight may still
     commit: a task attempt that wrote after its driver reconciled (speculation on a cluster,
@@ -313,7 +316,10 @@ def remove_zombie_files(ctx: TableContext) -> List[str]:
     active timeline count; files of a writer claimed or pending when the timeline was read,
     and of anything newer, are left alone. So do the staged rows of upserts no writer works on:
     a driver killed between publishing and deleting them, or a late task writing after a
-    rollback, leaves some. (Only those: a restore writes markers under a completed instant.)"""
+    rollback, leaves some. (Only those: a restore writes markers under a completed instant.)
+    And the temporary files of atomic writes (index files, state files) a killed process left
+    before renaming them: those older than TMP_FILE_LIFETIME_S, which no write in progress
+    has (a write renames its file within seconds; the margin covers clocks that differ)."""
     instants = ctx.timeline.instants()  # read before the listing: a later writer's files are newer
     in_flight = {i.timestamp for i in instants if not i.is_completed} | set(open_claims(ctx.storage))
     done = [i.timestamp for i in instants if i.is_completed]
@@ -333,6 +339,10 @@ def remove_zombie_files(ctx: TableContext) -> List[str]:
     for instant in ctx.storage.list_names(MARKERS_DIR):
         if instant not in in_flight and instant <= done[-1]:
             ctx.storage.delete_dir(staged_dir(instant))
+    oldest_kept = time.time_ns() - TMP_FILE_LIFETIME_S * 1_000_000_000
+    for name, mtime_ns in ctx.storage.list_files_with_mtimes(TMP_DIR):
+        if mtime_ns is not None and mtime_ns < oldest_kept:
+            ctx.storage.delete_file(posixpath.join(TMP_DIR, name))
     return zombies
 
 

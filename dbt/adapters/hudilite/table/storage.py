@@ -131,6 +131,12 @@ class Storage:
             if i.type == pafs.FileType.File
         ]
 
+    def list_files_with_mtimes(self, rel: str) -> List[Tuple[str, int]]:
+        """(name, modification time in ns since the epoch) of the files directly under `rel`."""
+        selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True)
+        return [(posixpath.basename(i.path), i.mtime_ns) for i in self._fs.get_file_info(selector)
+                if i.type == pafs.FileType.File]
+
     def list_files_with_sizes(self, rel: str) -> List[Tuple[str, int]]:
         root = self.full_path(rel)
         selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
