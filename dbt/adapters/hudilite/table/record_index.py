@@ -278,8 +278,8 @@ def latest_entries(storage: Storage, files: List[Tuple[str, str]], keys: Sequenc
 
 def _matches(parquet: pq.ParquetFile, group: int, wanted: pa.Array) -> pa.Table:
     """The entries (index key, file_id, deleted) of one row group whose key is wanted
-    (`wanted`: the keys in the group's key range, so that all groups together hash each key
-    once). One row group at a time, the key column first and the rest for matches only,
+    (`wanted`: the keys in the group's key range, so that all groups together probe each key
+    once, `_positions`). One row group at a time, the key column first and the rest for matches only,
     fileIds kept as their dictionary: a shard's lookup then decodes its keys into the same few
     MB again and again. (Decoding a whole 2M-entry shard at once, fileIds as strings, allocated
     ~150 MB per lookup and took 2-8x as long inside a task, page faults included.)"""
