@@ -202,6 +202,35 @@ def test_auto_keys_compress_to_a_fraction_of_a_byte(spark, tmp_path):
     assert_hudi_rs_agrees(table)
 
 
+@pytest.mark.parametrize("encoding", ["compact", "portable"])
+def test_columns_of_distinct_values_are_written_plain_and_repeating_ones_with_a_dictionary(spark, tmp_path, encoding):
+    """The dictionary choice follows the data (`writer.dictionary_columns`): an id, an amount
+    and a timestamp of distinct values get none, a category, a constant and a mostly null
+    column get one; an upsert's rewrite chooses again from its own rows. hudi-rs reads both."""
+    table = HudiTable.create(spark, str(tmp_path / "e"), "e", record_key="event_id", parquet_encoding=encoding)
+    rows = spark.range(0, 50_000, numPartitions=1).select(
+        F.col("id").alias("event_id"), (F.col("id") * 0.25).alias("amount"),
+        F.timestamp_seconds(F.col("id") + 1_700_000_000).alias("ts"),
+        F.concat(F.lit("page-"), (F.col("id") % 7).cast("string")).alias("page"),
+        F.when(F.col("id") % 1000 == 0, F.col("id")).alias("rare"))
+    table.insert(rows)
+
+    def dictionary_pages():
+        (base_file,) = table.latest_base_files()
+        row_group = pq.ParquetFile(os.path.join(table.path, base_file.path)).metadata.row_group(0)
+        columns = [row_group.column(c) for c in range(row_group.num_columns)]
+        return {c.path_in_schema: c.has_dictionary_page for c in columns}
+
+    expected = {"event_id": False, "amount": False, "ts": False, "page": True, "rare": True,
+                "_hoodie_commit_time": True, "_hoodie_partition_path": True, "_hoodie_file_name": True}
+    assert {k: v for k, v in dictionary_pages().items() if k in expected} == expected
+    table.upsert(spark.createDataFrame([(7, 1.0, None, "page-x", 1)], "event_id long, amount double, ts timestamp, "
+                                       "page string, rare long"))
+    assert {k: v for k, v in dictionary_pages().items() if k in expected} == expected
+    assert table.read().where("event_id = 7").select("amount", "page").first() == (1.0, "page-x")
+    assert_hudi_rs_agrees(table)
+
+
 def test_a_failed_write_leaves_the_table_exactly_as_it_was(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "t"), "orders", record_key="order_id")
     table.insert(spark.range(0, 100).select(F.col("id").alias("order_id")))
@@ -338,6 +367,27 @@ def test_odd_partition_values_are_written_and_read_back_everywhere(spark, tmp_pa
     catalog = StorageCatalog(spark, str(root))
     assert run_statement(catalog, "select count(*) from odd.t").first()[0] == len(expected)
     assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
+@pytest.mark.parametrize("partition_type", ["string", "date"])
+def test_a_task_writes_one_file_group_per_partition_path_its_rows_in_input_order(spark, tmp_path, partition_type):
+    """Rows of three partitions interleaved in one task, null and '' (both the default
+    partition) among them: one new file group per partition path, its rows and their keys in
+    the order the rows came."""
+    values = ["2026-01-02", None, "2026-01-01", "" if partition_type == "string" else None] * 5
+    df = (spark.createDataFrame([(i, v) for i, v in enumerate(values)], "id long, p string").coalesce(1)
+          .select("id", F.col("p").cast(partition_type).alias("p")))
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
+    table.insert(df)
+    stats = table.commit_metadata(table.timeline()[-1]).write_stats
+    assert sorted(s.partitionPath for s in stats) == sorted(["p=2026-01-01", "p=2026-01-02", "p=__HIVE_DEFAULT_PARTITION__"])
+    for stat in stats:
+        rows = pq.read_table(os.path.join(table.path, stat.path), columns=["id", "_hoodie_commit_seqno"]).to_pylist()
+        ids = [r["id"] for r in rows]
+        rows_in_task = [int(r["_hoodie_commit_seqno"].rsplit("_", 1)[1]) for r in rows]
+        assert ids == sorted(ids) and rows_in_task == sorted(rows_in_task) and len(set(rows_in_task)) == len(rows)
+    assert sum(s.numWrites for s in stats) == len(values)
     assert_hudi_rs_agrees(table)
 
 

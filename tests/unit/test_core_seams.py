@@ -211,3 +211,19 @@ def test_a_repeated_value_is_sliced_from_one_array_per_value():
         assert len(column) == n and column.type == pa.string()
         assert column.to_pylist() == ["f1_0-1-0_20261125.parquet"] * n
     assert repeated("x", 3).buffers()[2] is not None and repeated("", 2).to_pylist() == ["", ""]
+
+
+def test_dictionary_columns_are_those_whose_first_rows_repeat():
+    from dbt.adapters.hudilite.table.writer import DICTIONARY_SAMPLE_ROWS, dictionary_columns
+
+    n = DICTIONARY_SAMPLE_ROWS * 2
+    distinct_then_repeating = list(range(DICTIONARY_SAMPLE_ROWS)) + [0] * DICTIONARY_SAMPLE_ROWS
+    batch = pa.RecordBatch.from_pydict({
+        "unique": list(range(n)), "constant": ["a"] * n, "nulls": pa.nulls(n, pa.int64()),
+        "half": [i // 2 for i in range(n)], "more_than_half": [i * 2 // 3 for i in range(n)],
+        "judged_by_first_rows": distinct_then_repeating, "nested": [[i] for i in range(n)],
+        "untyped": pa.nulls(n), "decimal": pa.array(range(n), pa.decimal128(12, 2)),
+    })
+    assert dictionary_columns(batch) == ["constant", "nulls", "half", "nested", "untyped"]
+    assert dictionary_columns(batch.slice(0, 1)) == ["nested", "untyped"]  # one row repeats nothing; those never judged
+    assert dictionary_columns(batch.slice(0, 0)) == batch.schema.names
