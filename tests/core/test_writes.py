@@ -391,6 +391,31 @@ def test_a_task_writes_one_file_group_per_partition_path_its_rows_in_input_order
     assert_hudi_rs_agrees(table)
 
 
+@pytest.mark.parametrize("hive_style", [True, False])
+def test_paths_made_in_the_task_equal_those_spark_makes(spark, hive_style):
+    """Write tasks make partition paths from Arrow values (`keygen.PartitionFormat`) for the
+    types of `TASK_FORMATTED`; Spark's expression (`keygen.partition_path`) makes them for the
+    others. Both must give the same folder for every value."""
+    import datetime
+
+    from dbt.adapters.hudilite.table.keygen import TASK_FORMATTED, PartitionFormat, partition_path
+
+    texts = [v for v in ODD_PARTITION_VALUES] + ["0", "-1", "ünï", "x" * 300]
+    longs = [0, -1, 1, 2**63 - 1, -(2**63), None, 42, 7, 8, 9] * 3
+    days = [datetime.date(1, 1, 1), datetime.date(1969, 12, 31), datetime.date(1970, 1, 1),
+            datetime.date(2024, 2, 29), datetime.date(9999, 12, 31), None, datetime.date(999, 5, 6)] * 4
+    n = len(texts)
+    rows = [(texts[i], longs[i % len(longs)], days[i % len(days)], (i % 250) - 125, i * 300 - 3000, i)
+            for i in range(n)]
+    df = spark.createDataFrame(rows, "Txt string, l long, d date, b byte, s short, i int")
+    assert all(isinstance(f.dataType, TASK_FORMATTED) for f in df.schema.fields)
+    for fields in (["Txt"], ["l"], ["d"], ["b", "s", "i"], ["d", "txt"]):
+        expected = [r[0] for r in df.select(partition_path(fields if fields != ["d", "txt"] else ["d", "Txt"],
+                                                           hive_style, "t")).collect()]
+        made = PartitionFormat(tuple(fields), hive_style, "t").paths(df.toArrow().combine_chunks().to_batches()[0]).to_pylist()
+        assert made == expected, fields
+
+
 @pytest.mark.parametrize("value", ["a/b", "c:d", "..", "."])
 def test_partition_values_no_folder_can_hold_are_refused_and_nothing_changes(spark, tmp_path, value):
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
@@ -402,6 +427,17 @@ def test_partition_values_no_folder_can_hold_are_refused_and_nothing_changes(spa
     assert (sorted(os.listdir(tmp_path)), parquet_files_on_disk(table.path),
             [i.timestamp for i in table.timeline()]) == before
     assert table.validate() == []
+
+
+def test_a_date_partition_value_past_9999_is_refused_and_nothing_changes(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="day")
+    table.insert(spark.createDataFrame([(1,)], "id long").select("id", F.lit("2026-01-01").cast("date").alias("day")))
+    before = parquet_files_on_disk(table.path), [i.timestamp for i in table.timeline()]
+    late = spark.range(3, 5).select("id", F.date_add(F.lit("9999-12-31").cast("date"), F.col("id").cast("int") - 3).alias("day"))
+    with pytest.raises(Exception, match="table t: partition column 'day' has a date outside 0001-01-01 to 9999-12-31"):
+        table.insert(late)
+    assert (parquet_files_on_disk(table.path), [i.timestamp for i in table.timeline()]) == before
+    assert table.validate() == [] and table.read().count() == 1
 
 
 def test_schema_edge_cases_are_refused_before_anything_is_written(spark, tmp_path):

@@ -1,6 +1,8 @@
 """The seams every write path shares: row layouts, index files, the table's paths, errors,
 quoting (no Spark)."""
 
+import re
+
 import pyarrow as pa
 import pytest
 
@@ -227,3 +229,25 @@ def test_dictionary_columns_are_those_whose_first_rows_repeat():
     assert dictionary_columns(batch) == ["constant", "nulls", "half", "nested", "untyped"]
     assert dictionary_columns(batch.slice(0, 1)) == ["nested", "untyped"]  # one row repeats nothing; those never judged
     assert dictionary_columns(batch.slice(0, 0)) == batch.schema.names
+
+
+def test_partition_format_makes_hudi_paths_and_refuses_what_no_folder_can_hold():
+    import datetime
+
+    from dbt.adapters.hudilite.table.keygen import DEFAULT_PARTITION, PartitionFormat
+
+    batch = pa.RecordBatch.from_pydict({
+        "_hoodie_partition_path": pa.nulls(4), "Region": ["eu", None, "", "a b"],
+        "day": pa.array([datetime.date(2026, 1, 2), None, datetime.date(1, 1, 1), datetime.date(9999, 12, 31)]),
+    })
+    hive = PartitionFormat(("region", "DAY"), True, "t").paths(batch).to_pylist()
+    assert hive == ["Region=eu/day=2026-01-02", f"Region={DEFAULT_PARTITION}/day={DEFAULT_PARTITION}",
+                    f"Region={DEFAULT_PARTITION}/day=0001-01-01", "Region=a b/day=9999-12-31"]
+    assert PartitionFormat(("region",), False, "t").paths(batch).to_pylist() == ["eu", DEFAULT_PARTITION, DEFAULT_PARTITION, "a b"]
+    for bad in ("a/b", "c:d", ".", ".."):
+        with pytest.raises(errors.DataError, match=f"table t: partition column 'p' has a value that cannot be a folder "
+                                                   rf"name .*: {re.escape(bad)}$"):
+            PartitionFormat(("p",), False, "t").paths(pa.RecordBatch.from_pydict({"p": ["ok", bad]}))
+    late = pa.array([2932897], pa.int32()).cast(pa.date32())
+    with pytest.raises(errors.DataError, match="partition column 'd' has a date outside 0001-01-01 to 9999-12-31"):
+        PartitionFormat(("d",), True, "t").paths(pa.RecordBatch.from_arrays([late], ["d"]))

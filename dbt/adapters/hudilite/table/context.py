@@ -28,7 +28,7 @@ from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
 from .instant import CLEAN, RESTORE, Instant
 from .key_ranges import KeyRangeIndex
-from .keygen import partition_path, record_key, task_row_index
+from .keygen import PartitionFormat, formats_in_task, partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
 from .lock import TableLock
 from .reader import read_base_files, read_data_files
@@ -395,13 +395,23 @@ class TableContext:
         """`df` in the insert layout (`rows.insert_layout`): data columns in table order and types."""
         typed = self.typed(df, data_schema)
         partitioned = bool(self.config.partition_fields)
-        meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: self.partition_column(data_schema)} if partitioned else {}
+        columns = resolve_columns(self.config.partition_fields, data_schema)
+        in_task = formats_in_task([data_schema[c].dataType for c in columns])
+        # A path the task makes (`keygen.PartitionFormat`) crosses from the JVM as a null column.
+        path = F.lit(None) if in_task else self.partition_column(data_schema)
+        meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: path} if partitioned else {}
         if not self.config.auto_keys:
             meta[RECORD_KEY] = self.key_column(data_schema)
         data = [F.col(quote(f.name)) for f in data_schema.fields]
         out = typed.select(*insert_layout(self.config.auto_keys, partitioned).select(meta, data))
-        # Tasks write one file group per partition path they meet: group their rows.
-        return out.sortWithinPartitions(PARTITION_PATH, ROW_INDEX) if partitioned else out
+        if not partitioned:
+            return out
+        # Tasks write one file group per partition path they meet: group their rows, by the
+        # partition columns where the task makes the path. Equal values give equal paths, and
+        # the two that share one (null and '', the default partition) are made equal.
+        grouping = [F.when(F.col(quote(c)) != "", F.col(quote(c))) if isinstance(data_schema[c].dataType, T.StringType)
+                    else F.col(quote(c)) for c in columns] if in_task else [F.col(PARTITION_PATH)]
+        return out.sortWithinPartitions(*grouping, ROW_INDEX)
 
     def check_new_keys(self, instant: str, stats: List[WriteStat], replaced: Set[str], view: FileSystemView) -> None:
         """Refuse new rows whose record keys repeat, or that the table holds outside the file
@@ -423,6 +433,8 @@ class TableContext:
             base_path=self.storage.base_path, instant=instant, partitioned=bool(self.config.partition_fields),
             partition_depth=len(self.config.partition_fields), auto_keys=self.config.auto_keys,
             portable_encoding=self.config.parquet_encoding == props.PORTABLE,
+            partition_format=PartitionFormat(tuple(self.config.partition_fields), self.config.hive_style_partitioning,
+                                             self.name) if self.config.partition_fields else None,
             bloom_footers=not self.config.auto_keys,  # what Java's BLOOM index reads; no index looks up auto keys
         )
         return WriteSpec(**{**fields, **self.write_options, **extra})

@@ -3,8 +3,9 @@ table order. Every producer builds its rows with `RowLayout.select` and every ta
 with `RowLayout.meta_column` / `RowLayout.data`, so a new meta column is added here once.
 
 - `INSERT` / `INSERT_AUTO_KEYS` (new file groups): the row's index in its task (with the
-  partition path, the sort that groups a task's rows by partition keeps their input order), the
-  record key unless it is auto-generated, the partition path. An unpartitioned table's rows
+  partition, the sort that groups a task's rows by partition keeps their input order), the
+  record key unless it is auto-generated, the partition path (a null column when the task
+  makes it from the partition columns, `keygen.PartitionFormat`). An unpartitioned table's rows
   need no sort and carry neither (`*_UNPARTITIONED`): less to move from the JVM per row.
 - `REWRITE` (new slices of existing file groups, rows grouped by file group): the fileId,
   the commit time and seqno (null for a changed row, which gets this instant's), the record

@@ -31,10 +31,10 @@ from .file_sizing import TopUp
 from .commit import WriteStat
 from .environment import is_connect
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
-from .keygen import seqno_array
+from .keygen import PartitionFormat, seqno_array
 from .layout import TMP_DIR, marker_path, partition_metadata_path
 from .placement import pack, routing_values
-from .rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, insert_layout
+from .rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, RowLayout, insert_layout
 from .schema import COMMIT_SEQNO, COMMIT_TIME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from .storage import Storage
 
@@ -58,6 +58,7 @@ class WriteSpec:
     partition_depth: int
     auto_keys: bool
     portable_encoding: bool = False  # properties.PORTABLE
+    partition_format: Optional[PartitionFormat] = None  # for rows whose partition path is left to the task
     bloom_footers: bool = False  # Hudi's bloom filter and key range in each file's footer (keyed tables)
     # Inserts: per partition path, small file groups to top up; task i takes entry i (file_sizing).
     top_ups: Dict[str, List[TopUp]] = field(default_factory=dict)
@@ -282,12 +283,11 @@ def _ensure_partition_metadata(storage: Storage, partition: str, spec: WriteSpec
         storage.write_atomic(path, partition_metadata_text(spec.instant, spec.partition_depth).encode(), TMP_DIR)
 
 
-def _runs(batch: pa.RecordBatch, column: int) -> Iterator[Tuple[str, pa.RecordBatch]]:
-    """Slices of consecutive rows that share the value of one column."""
+def _runs(batch: pa.RecordBatch, values: pa.Array) -> Iterator[Tuple[str, pa.RecordBatch]]:
+    """Slices of consecutive rows that share their value (`values`: one per row)."""
     n = batch.num_rows
     if n == 0:
         return
-    values = batch.column(column)
     changes = pc.indices_nonzero(pc.not_equal(values.slice(1), values.slice(0, n - 1))).to_pylist()
     starts = [0] + [i + 1 for i in changes]
     for start, end in zip(starts, starts[1:] + [n]):
@@ -344,7 +344,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
             if batch.num_rows == 0:
                 continue
             layout.check(batch.schema)
-            partitions = _runs(batch, layout.meta.index(PARTITION_PATH)) if spec.partitioned else [("", batch)]
+            partitions = _runs(batch, partition_paths(spec, layout, batch)) if spec.partitioned else [("", batch)]
             for partition, run in partitions:
                 while run.num_rows:  # a run may fill a topped-up file and go on in a new one
                     if current is not None and (current.partition != partition or current.full):
@@ -358,8 +358,8 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                     seqno = seqno_array(spec.instant, task_partition + spec.seqno_task_offset, written, rows.num_rows)
                     written += rows.num_rows
                     key = seqno if spec.auto_keys else layout.meta_column(rows, RECORD_KEY)
-                    paths = layout.meta_column(rows, PARTITION_PATH) if spec.partitioned else repeated("", rows.num_rows)
-                    current.add(repeated(spec.instant, rows.num_rows), seqno, key, paths, layout.data(rows), rows.num_rows)
+                    current.add(repeated(spec.instant, rows.num_rows), seqno, key, repeated(partition, rows.num_rows),
+                                layout.data(rows), rows.num_rows)
         if current is not None:
             _close_into(stats, current)
             current = None
@@ -367,6 +367,17 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
         if current is not None:  # a failing task leaves its marker; the driver deletes the file
             current.sink.close()
     yield from _finish(spec, task_partition, attempt, stats)
+
+
+def partition_paths(spec: WriteSpec, layout: RowLayout, batch: pa.RecordBatch) -> pa.Array:
+    """The rows' partition paths: made in Spark, or left null for the task to make from the
+    partition columns (`keygen.PartitionFormat`)."""
+    paths = layout.meta_column(batch, PARTITION_PATH)
+    if not pa.types.is_null(paths.type):
+        return paths
+    if spec.partition_format is None:
+        raise ValueError("rows without partition paths, and no partition format to make them")
+    return spec.partition_format.paths(batch)
 
 
 def _open_for_insert(spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
@@ -430,7 +441,7 @@ def grouped_by_file_group(batches: Iterable[pa.RecordBatch], file_id_column: str
                           ) -> Iterator[Tuple[str, Iterator[pa.RecordBatch]]]:
     """(fileId, its rows) for rows that arrive grouped by a fileId column, streamed."""
     runs = (run for batch in batches if batch.num_rows
-            for run in _runs(batch, batch.schema.get_field_index(file_id_column)))
+            for run in _runs(batch, batch.column(file_id_column)))
     for file_id, group in itertools.groupby(runs, key=lambda run: run[0]):
         yield file_id, (rows for _, rows in group)
 
