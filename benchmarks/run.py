@@ -47,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and no dbt demo (under 2 minutes)")
     parser.add_argument("--only", nargs="+", choices=ALL, default=list(ALL))
-    parser.add_argument("--rounds", type=int, help="measured rounds per comparison (default 3; quick 2)")
+    parser.add_argument("--rounds", type=int, help="measured rounds per comparison (default 3; quick 2); the scaling upserts run scaling_rounds (7)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every row count by this")
     args = parser.parse_args()
     scale = QUICK if args.quick else Scale()
