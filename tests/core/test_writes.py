@@ -372,10 +372,11 @@ def test_odd_partition_values_are_written_and_read_back_everywhere(spark, tmp_pa
 
 @pytest.mark.parametrize("partition_type", ["string", "date"])
 def test_a_task_writes_one_file_group_per_partition_path_its_rows_in_input_order(spark, tmp_path, partition_type):
-    """Rows of three partitions interleaved in one task, null and '' (both the default
-    partition) among them: one new file group per partition path, its rows and their keys in
-    the order the rows came."""
-    values = ["2026-01-02", None, "2026-01-01", "" if partition_type == "string" else None] * 5
+    """Rows of three partitions interleaved in one task, null, '' and the default partition's
+    own name among them: one new file group per partition path, its rows and their keys in the
+    order the rows came."""
+    strings = partition_type == "string"
+    values = ["2026-01-02", None, "2026-01-01", "" if strings else None, "__HIVE_DEFAULT_PARTITION__" if strings else None] * 5
     df = (spark.createDataFrame([(i, v) for i, v in enumerate(values)], "id long, p string").coalesce(1)
           .select("id", F.col("p").cast(partition_type).alias("p")))
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")

@@ -226,9 +226,37 @@ def test_dictionary_columns_are_those_whose_first_rows_repeat():
         "judged_by_first_rows": distinct_then_repeating, "nested": [[i] for i in range(n)],
         "untyped": pa.nulls(n), "decimal": pa.array(range(n), pa.decimal128(12, 2)),
     })
-    assert dictionary_columns(batch) == ["constant", "nulls", "half", "nested", "untyped"]
-    assert dictionary_columns(batch.slice(0, 1)) == ["nested", "untyped"]  # one row repeats nothing; those never judged
-    assert dictionary_columns(batch.slice(0, 0)) == batch.schema.names
+    assert dictionary_columns(pa.Table.from_batches([batch])) == ["constant", "nulls", "half", "nested", "untyped"]
+    # The first rows across batches: a file whose first batch holds one row is judged by the next.
+    split = pa.Table.from_batches([batch.slice(0, 1), batch.slice(1)])
+    assert dictionary_columns(split) == ["constant", "nulls", "half", "nested", "untyped"]
+    assert dictionary_columns(pa.Table.from_batches([batch.slice(0, 255)])) is None  # too few rows to judge
+
+
+@pytest.mark.parametrize("portable", [False, True])
+def test_parquet_writer_dictionary_reaches_nested_columns_and_skips_the_rest(portable):
+    import io
+
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.hudilite.table.writer import parquet_writer
+
+    n = 1000
+    table = pa.table({"_hoodie_record_key": [str(i) for i in range(n)], "id": list(range(n)), "s": [{"x": 1, "y": {"z": "q"}}] * n,
+                      "l": [[1, 2]] * n, "m": pa.array([[("k", [1])]] * n, pa.map_(pa.string(), pa.list_(pa.int64())))})
+
+    def dictionary_pages(dictionary):
+        buf = io.BytesIO()
+        with parquet_writer(buf, table.schema, portable, dictionary) as writer:
+            writer.write_table(table)
+        row_group = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata.row_group(0)
+        return {row_group.column(i).path_in_schema: row_group.column(i).has_dictionary_page
+                for i in range(row_group.num_columns)}
+
+    nested = {"s.x": True, "s.y.z": True, "l.list.element": True, "m.key_value.key": True,
+              "m.key_value.value.list.element": True}
+    assert dictionary_pages(None) == {"_hoodie_record_key": portable, "id": True, **nested}
+    assert dictionary_pages(["s", "l", "m"]) == {"_hoodie_record_key": False, "id": False, **nested}
 
 
 def test_partition_format_makes_hudi_paths_and_refuses_what_no_folder_can_hold():

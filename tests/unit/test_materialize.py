@@ -192,6 +192,13 @@ def test_build_errors_map_to_dbt_errors_by_kind():
         mapped = _dbt_error(orders, err)
         assert isinstance(mapped, DbtDatabaseError) and "model 'orders'" in str(mapped)
     assert str(_dbt_error(orders, orders.fail("x"))).count("model 'orders'") == 1
+    from_task = RuntimeError("An exception was thrown from the Python worker.\nTraceback (most recent call last):\n"
+                             '  File "/x/keygen.py", line 160, in _folder_name\n'
+                             "dbt.adapters.hudilite.table.errors.DataError: table orders: partition column 'p' has a "
+                             "value that cannot be a folder name ('/' or ':' in it, or '.' or '..'): a/b\n\n"
+                             "\tat org.apache.spark.api.python.BasePythonRunner")
+    assert str(_dbt_error(orders, from_task)).strip().splitlines()[-1].strip() == ("model 'orders': table orders: partition column 'p' has a value that "
+                                                  "cannot be a folder name ('/' or ':' in it, or '.' or '..'): a/b")
 
 
 def test_a_conflicting_write_is_retried_as_configured():

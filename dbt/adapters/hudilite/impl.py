@@ -514,5 +514,8 @@ def _dbt_error(config: m.ModelConfig, err: Exception) -> Exception:
     raised = re.search(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE|\n|$)", text)
     if raised:  # a row broke a constraint (`_enforce`): its message, without Spark's stack
         return DbtDatabaseError(raised.group(1))
+    in_task = re.search(r"hudilite\.table\.errors\.\w+: (.*?)(?:\n|$)", text)
+    if in_task:  # a write task refused a row (`keygen.PartitionFormat`): its message, not the traceback
+        text = in_task.group(1)
     text = text if f"'{config.name}'" in text else f"model '{config.name}': {text}"
     return CompilationError(text) if isinstance(err, ConfigurationError) else DbtDatabaseError(text)

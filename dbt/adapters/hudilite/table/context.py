@@ -28,7 +28,7 @@ from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
 from .instant import CLEAN, RESTORE, Instant
 from .key_ranges import KeyRangeIndex
-from .keygen import PartitionFormat, formats_in_task, partition_path, record_key, task_row_index
+from .keygen import PartitionFormat, formats_in_task, partition_grouping, partition_path, record_key, task_row_index
 from .layout import CLEAN_STATE
 from .lock import TableLock
 from .reader import read_base_files, read_data_files
@@ -396,7 +396,8 @@ class TableContext:
         typed = self.typed(df, data_schema)
         partitioned = bool(self.config.partition_fields)
         columns = resolve_columns(self.config.partition_fields, data_schema)
-        in_task = formats_in_task([data_schema[c].dataType for c in columns])
+        types = [data_schema[c].dataType for c in columns]
+        in_task = formats_in_task(types)
         # A path the task makes (`keygen.PartitionFormat`) crosses from the JVM as a null column.
         path = F.lit(None) if in_task else self.partition_column(data_schema)
         meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: path} if partitioned else {}
@@ -406,11 +407,9 @@ class TableContext:
         out = typed.select(*insert_layout(self.config.auto_keys, partitioned).select(meta, data))
         if not partitioned:
             return out
-        # Tasks write one file group per partition path they meet: group their rows, by the
-        # partition columns where the task makes the path. Equal values give equal paths, and
-        # the two that share one (null and '', the default partition) are made equal.
-        grouping = [F.when(F.col(quote(c)) != "", F.col(quote(c))) if isinstance(data_schema[c].dataType, T.StringType)
-                    else F.col(quote(c)) for c in columns] if in_task else [F.col(PARTITION_PATH)]
+        # Tasks write one file group per partition path they meet: group their rows (by the
+        # partition columns where the task makes the path).
+        grouping = partition_grouping(columns, types) if in_task else [F.col(PARTITION_PATH)]
         return out.sortWithinPartitions(*grouping, ROW_INDEX)
 
     def check_new_keys(self, instant: str, stats: List[WriteStat], replaced: Set[str], view: FileSystemView) -> None:

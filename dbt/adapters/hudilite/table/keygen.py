@@ -125,7 +125,18 @@ _FIRST_DAY, _LAST_DAY = -719162, 2932896  # 0001-01-01 and 9999-12-31, in days s
 
 
 def formats_in_task(types: Sequence[T.DataType]) -> bool:
-    return all(isinstance(t, TASK_FORMATTED) for t in types)
+    """A collated string (Spark 4, `UTF8_LCASE`) is not: rows sorted by it would interleave
+    values that compare equal but are different folders."""
+    return all(isinstance(t, TASK_FORMATTED) and getattr(t, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+               for t in types)
+
+
+def partition_grouping(columns: Sequence[str], types: Sequence[T.DataType]) -> List[Column]:
+    """Columns to sort rows by so that each partition path's rows are consecutive, for the
+    types `formats_in_task` takes: the values, with the strings that all make the default
+    partition (null, '' and its own name) made equal."""
+    return [F.when(~F.col(quote(c)).isin("", DEFAULT_PARTITION), F.col(quote(c))) if isinstance(t, T.StringType)
+            else F.col(quote(c)) for c, t in zip(columns, types)]
 
 
 @dataclass(frozen=True)

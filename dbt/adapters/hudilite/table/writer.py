@@ -126,40 +126,57 @@ def _repeated(value: str, n: int) -> pa.Array:
 def parquet_writer(sink, schema: pa.Schema, portable: bool = False,
                    dictionary: Optional[Sequence[str]] = None) -> pq.ParquetWriter:
     """`dictionary`: the columns to dictionary-encode (default: every one that may be)."""
-    if dictionary is None:
-        dictionary = schema.names
+    chosen = set(schema.names if dictionary is None else dictionary)
+    # pyarrow takes the Parquet leaf paths of nested columns (`address.city`), not their names.
+    use_dictionary = [path for f in schema if f.name in chosen and (portable or f.name not in DELTA_ENCODED)
+                      for path in _leaf_paths(f.name, f.type)]
     if portable:  # what every Parquet reader reads (properties.PORTABLE)
-        return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=list(dictionary),
+        return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=use_dictionary,
                                 write_statistics=True)
     return pq.ParquetWriter(
         sink,
         schema,
         compression="zstd",
-        use_dictionary=[n for n in dictionary if n not in DELTA_ENCODED],
+        use_dictionary=use_dictionary,
         column_encoding={n: "DELTA_BYTE_ARRAY" for n in DELTA_ENCODED},
         write_statistics=True,
     )
 
 
+def _leaf_paths(name: str, kind: pa.DataType) -> List[str]:
+    """The Parquet column paths of one Arrow field, as pyarrow names them."""
+    if pa.types.is_struct(kind):
+        return [p for i in range(kind.num_fields) for p in _leaf_paths(f"{name}.{kind.field(i).name}", kind.field(i).type)]
+    if pa.types.is_map(kind):
+        return _leaf_paths(f"{name}.key_value.key", kind.key_type) + _leaf_paths(f"{name}.key_value.value", kind.item_type)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _leaf_paths(f"{name}.list.element", kind.value_type)
+    return [name]
+
+
 DICTIONARY_SAMPLE_ROWS = 4096
+DICTIONARY_MIN_SAMPLE = 256  # a file of fewer rows keeps every dictionary: too few to judge, too small to matter
 
 
-def dictionary_columns(batch: pa.RecordBatch) -> List[str]:
+def dictionary_columns(rows: pa.Table) -> Optional[List[str]]:
     """The columns of a file worth a dictionary, judged by its first rows: those whose values
-    repeat. A Parquet writer tries a dictionary on every column and falls back to plain once it
-    outgrows a page; on a column of distinct values (ids, amounts, timestamps) that try costs
-    time and leaves more bytes than plain (narrow event rows: 15% less encoding time, a third
-    fewer bytes). A column whose values cannot be counted keeps the dictionary."""
-    sample = batch.slice(0, DICTIONARY_SAMPLE_ROWS)
+    repeat; None (every column) for a file too small to judge. A Parquet writer tries a
+    dictionary on every column and falls back to plain once it outgrows a page; on a column of
+    distinct values (ids, amounts, timestamps) that try costs time and leaves more bytes than
+    plain (narrow event rows: 15% less encoding time, a third fewer bytes). A column whose
+    values cannot be counted keeps the dictionary."""
+    sample = rows.slice(0, DICTIONARY_SAMPLE_ROWS)
+    if sample.num_rows < DICTIONARY_MIN_SAMPLE:
+        return None
     return [field.name for field, column in zip(sample.schema, sample.columns) if _repeats(column)]
 
 
-def _repeats(column: pa.Array) -> bool:
+def _repeats(column) -> bool:
     """Whether at most half of the values are distinct (null counted as one)."""
     if pa.types.is_nested(column.type):
         return True
     try:
-        return pc.count_distinct(column, mode="all").as_py() * 2 <= max(1, len(column))
+        return pc.count_distinct(column, mode="all").as_py() * 2 <= len(column)
     except pa.ArrowNotImplementedError:
         return True
 
@@ -234,10 +251,9 @@ class _OpenBaseFile:
                 self.add(*columns[:4], columns[len(META_COLUMNS):], changed_rows=0)
 
     def _writer(self) -> pq.ParquetWriter:
-        """The file's Parquet writer, its dictionaries chosen from the first rows (a file of no
-        rows gets the default)."""
+        """The file's Parquet writer, its dictionaries chosen from its first rows."""
         if self.writer is None:
-            dictionary = dictionary_columns(self.pending[0]) if self.pending else None
+            dictionary = dictionary_columns(pa.Table.from_batches(self.pending)) if self.pending else None
             self.writer = parquet_writer(self.sink, self.schema, self.spec.portable_encoding, dictionary)
         return self.writer
 
@@ -404,12 +420,12 @@ class NewSlice:
 
 def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.RecordBatch]:
     """Executor side, Copy-On-Write: each slice becomes a base file of the same fileId at this
-    instant. A changed row (null commit time) gets this instant's commit time and a new seqno
-    numbered within the task; an unchanged one keeps both."""
+    instant. A changed row (null commit time) gets this instant's commit time and a new seqno,
+    the task's changed rows numbered in order; an unchanged one keeps both. (Numbering only the
+    changed rows spares building a seqno for every row of a rewritten file.)"""
     task_partition, attempt, token = task_context(spec)
     storage = Storage(spec.base_path)
     stats: List[dict] = []
-    commit_time = pa.scalar(spec.instant, pa.string())
     written = spec.first_row
     for new_slice in slices:
         out: Optional[_OpenBaseFile] = None
@@ -420,14 +436,15 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
                     out = _OpenBaseFile(spec, storage, token, new_slice.partition, SLICE.data_fields(rows.schema),
                                         new_slice.file_id, spec.prev_commits[new_slice.file_id], new_slice.deletes,
                                         footer=new_slice.footer)
-                stored_time = SLICE.meta_column(rows, COMMIT_TIME)
-                changed = pc.is_null(stored_time)
-                seqno = seqno_array(spec.instant, task_partition, written, rows.num_rows)
-                written += rows.num_rows
-                out.add(pc.if_else(changed, commit_time, stored_time),
-                        pc.if_else(changed, seqno, SLICE.meta_column(rows, COMMIT_SEQNO)),
-                        SLICE.meta_column(rows, RECORD_KEY), SLICE.meta_column(rows, PARTITION_PATH),
-                        SLICE.data(rows), pc.sum(changed).as_py() or 0)
+                commit_time, seqno = SLICE.meta_column(rows, COMMIT_TIME), SLICE.meta_column(rows, COMMIT_SEQNO)
+                changed = pc.is_null(commit_time)
+                count = pc.sum(changed).as_py() or 0
+                if count:
+                    commit_time = pc.replace_with_mask(commit_time, changed, repeated(spec.instant, count))
+                    seqno = pc.replace_with_mask(seqno, changed, seqno_array(spec.instant, task_partition, written, count))
+                    written += count
+                out.add(commit_time, seqno, SLICE.meta_column(rows, RECORD_KEY), SLICE.meta_column(rows, PARTITION_PATH),
+                        SLICE.data(rows), count)
         except BaseException:  # the marker stays: the driver deletes the file
             if out is not None:
                 out.sink.close()
