@@ -279,3 +279,18 @@ def test_partition_format_makes_hudi_paths_and_refuses_what_no_folder_can_hold()
     late = pa.array([2932897], pa.int32()).cast(pa.date32())
     with pytest.raises(errors.DataError, match="partition column 'd' has a date outside 0001-01-01 to 9999-12-31"):
         PartitionFormat(("d",), True, "t").paths(pa.RecordBatch.from_arrays([late], ["d"]))
+
+
+def test_task_made_paths_are_for_plain_strings_integers_and_dates():
+    from pyspark.sql import types as T
+
+    from dbt.adapters.hudilite.table.keygen import formats_in_task
+
+    assert formats_in_task([T.StringType(), T.ByteType(), T.ShortType(), T.IntegerType(), T.LongType(), T.DateType()])
+    for other in (T.TimestampType(), T.DecimalType(10, 2), T.DoubleType(), T.BooleanType(), T.BinaryType()):
+        assert not formats_in_task([T.StringType(), other])
+    try:
+        collated = T.StringType("UTF8_LCASE")  # Spark 4: 'eu' and 'EU' compare equal, yet are two folders
+    except TypeError:  # PySpark 3.5 has no collations
+        collated = None
+    assert collated is None or not formats_in_task([collated])
