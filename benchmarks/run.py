@@ -95,7 +95,8 @@ def main() -> None:
     total = time.perf_counter() - started
     head = (f"Benchmark run {stamp}, commit {commit()}, {'--quick' if args.quick else 'default sizes'}, "
             f"local[2] on {os.cpu_count()} cores, {total / 60:.1f} min. Figures are medians of {scale.rounds} "
-            f"rounds (upserts into the delta-rs table: {scale.upsert_rounds}) with the order of the sides "
+            f"rounds (upserts into the delta-rs table: {scale.upsert_rounds}; the scaling upserts: "
+            f"{scale.scaling_rounds}) with the order of the sides "
             "reversed every round, after one warm-up round of each; peers ran in the same run.")
     table = markdown_table(bench.results)
     pictures = charts.draw(bench, RESULTS, stamp)
