@@ -441,6 +441,21 @@ def test_a_date_partition_value_past_9999_is_refused_and_nothing_changes(spark, 
     assert table.validate() == [] and table.read().count() == 1
 
 
+def test_an_upsert_of_a_date_partition_value_past_9999_is_refused_and_nothing_changes(spark, tmp_path):
+    """The upsert's tagging makes partition paths in Spark (`keygen.partition_path`): it refuses
+    the dates a write task refuses (the test above), whatever path the batch takes."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", partition_by="day")
+    table.insert(spark.createDataFrame([(1,)], "id long").select("id", F.lit("2026-01-01").cast("date").alias("day")))
+    before = parquet_files_on_disk(table.path), [i.timestamp for i in table.timeline()]
+    late = spark.createDataFrame([(1,), (2,)], "id long").select(
+        "id", F.date_add(F.lit("9999-12-31").cast("date"), F.col("id").cast("int")).alias("day"))
+    with pytest.raises(Exception, match="table t: partition column 'day' has a date outside 0001-01-01 to 9999-12-31"):
+        table.upsert(late)
+    assert (parquet_files_on_disk(table.path), [i.timestamp for i in table.timeline()]) == before
+    assert table.validate() == [] and [tuple(r) for r in table.read().select("id", "day").collect()] == [
+        (1, __import__("datetime").date(2026, 1, 1))]
+
+
 def test_schema_edge_cases_are_refused_before_anything_is_written(spark, tmp_path):
     """A column dropped and added back with another type, a column differing from a meta column
     only by case, two columns differing only by case (issue 12, defect 7)."""

@@ -388,8 +388,9 @@ class TableContext:
 
     def partition_column(self, data_schema: T.StructType) -> Column:
         """The partition path of typed rows (`typed`)."""
-        return partition_path(resolve_columns(self.config.partition_fields, data_schema),
-                              self.config.hive_style_partitioning, self.name)
+        columns = resolve_columns(self.config.partition_fields, data_schema)
+        return partition_path(columns, self.config.hive_style_partitioning, self.name,
+                              [data_schema[c].dataType for c in columns])
 
     def rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
         """`df` in the insert layout (`rows.insert_layout`): data columns in table order and types."""

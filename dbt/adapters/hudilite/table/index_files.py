@@ -107,4 +107,4 @@ def write_index_file(storage: Storage, path: str, table: pa.Table, delta_instant
         storage.write_bytes(marker_path(delta_instant, path), b"")
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, **{"compression": "zstd", **parquet_options})
-    storage.write_atomic(path, sink.getvalue().to_pybytes(), TMP_DIR)
+    storage.write_atomic(path, sink.getvalue(), TMP_DIR)  # the Arrow buffer, not a copy of it

@@ -17,7 +17,7 @@ tasks instead, from Arrow values (`PartitionFormat`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -94,13 +94,20 @@ def record_key(fields: Sequence[str], table: str, field_prefixed: bool) -> Colum
     ).otherwise(F.concat_ws(",", *parts))
 
 
-def partition_path(fields: Sequence[str], hive_style: bool, table: str) -> Column:
-    """The relative partition path; '' for a non-partitioned table."""
+def partition_path(fields: Sequence[str], hive_style: bool, table: str,
+                   types: Optional[Sequence[T.DataType]] = None) -> Column:
+    """The relative partition path; '' for a non-partitioned table. `types`: the fields'
+    types, for the checks that depend on them (a date column's range)."""
     if not fields:
         return F.lit("")
     segments = []
-    for name in fields:
+    for name, kind in zip(fields, types or [None] * len(fields)):
         value = F.col(quote(name)).cast("string")
+        if isinstance(kind, T.DateType):  # as `PartitionFormat` refuses them
+            day = F.col(quote(name))
+            outside = (day < F.lit(_FIRST_DATE).cast("date")) | (day > F.lit(_LAST_DATE).cast("date"))
+            value = F.when(outside, F.raise_error(F.concat(F.lit(f"{_date_outside(table, name)}: "), value))
+                           ).otherwise(value)
         value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
         # A folder name Hadoop and Hudi readers can list: no '/' (a sub-folder), no ':' (read as
         # a URI scheme), not '.' or '..' (a value of a plain-style partition would leave the table).
@@ -113,6 +120,10 @@ def partition_path(fields: Sequence[str], hive_style: bool, table: str) -> Colum
     return F.concat_ws("/", *segments)
 
 
+def _date_outside(table: str, name: str) -> str:
+    return f"table {table}: partition column '{name}' has a date outside {_FIRST_DATE} to {_LAST_DATE}"
+
+
 def _unusable_folder_name(table: str, name: str, value: str) -> DataError:
     return DataError(f"table {table}: partition column '{name}' has a value that cannot be a folder name ('/' or ':' "
                      f"in it, or '.' or '..'): {value}")
@@ -121,7 +132,8 @@ def _unusable_folder_name(table: str, name: str, value: str) -> DataError:
 # Partition column types whose paths a write task makes from Arrow values as Spark's
 # `partition_path` would: their text is the same in both (checked against Spark in the tests).
 TASK_FORMATTED = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DateType)
-_FIRST_DAY, _LAST_DAY = -719162, 2932896  # 0001-01-01 and 9999-12-31, in days since 1970-01-01
+_FIRST_DATE, _LAST_DATE = "0001-01-01", "9999-12-31"  # Spark's DateType range
+_FIRST_DAY, _LAST_DAY = -719162, 2932896  # the same, in days since 1970-01-01
 
 
 def formats_in_task(types: Sequence[T.DataType]) -> bool:
@@ -163,8 +175,8 @@ class PartitionFormat:
             days = values.cast(pa.int32())
             outside = pc.or_(pc.less(days, _FIRST_DAY), pc.greater(days, _LAST_DAY))
             if pc.any(outside).as_py():
-                raise DataError(f"table {self.table}: partition column '{name}' has a date outside 0001-01-01 to "
-                                f"9999-12-31 (days since 1970-01-01: {values.filter(outside)[0].cast(pa.int32())})")
+                raise DataError(f"{_date_outside(self.table, name)} "
+                                f"(days since 1970-01-01: {values.filter(outside)[0].cast(pa.int32())})")
         text = values.cast(pa.string())
         text = pc.if_else(pc.fill_null(pc.equal(text, ""), True), pa.scalar(DEFAULT_PARTITION), text)
         unusable = pc.or_(pc.or_(pc.match_substring(text, "/"), pc.match_substring(text, ":")),

@@ -476,7 +476,6 @@ class RecordIndex(TableIndex):
         state = self.state()
         instant = max(i.timestamp for i in completed)
         files = self.visible_files(completed, state=state)
-        sharding = Sharding(Sharding.of_state(state).num_shards)
         if entry_key_of(state) == DIGESTS:
             sharding = Sharding.of_state(state)  # digests cannot be resharded: their keys are gone
             task = functools.partial(compact_task, self.storage.base_path, files,
@@ -484,7 +483,8 @@ class RecordIndex(TableIndex):
             shards = sharding.num_shards
             written = {r["path"] for r in run_task_job(self.spark.range(shards, numPartitions=shards), task,
                                                        "path string, entries long")}
-        else:
+        else:  # record keys: rewritten as digests, on today's hash
+            sharding = Sharding(Sharding.of_state(state).num_shards)
             entries = self.entries(completed, view, state=state).select("key", "file_id", F.lit(False).alias("deleted"))
             written = set(self._write(entries, instant, BASE, sharding, DIGESTS))
         self._delete_bases_not_written(instant, written)  # of an earlier attempt at this instant

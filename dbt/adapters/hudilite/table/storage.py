@@ -67,9 +67,9 @@ class Storage:
     def write_text(self, rel: str, text: str) -> None:
         self.write_bytes(rel, text.encode("utf-8"))
 
-    def write_atomic(self, rel: str, data: bytes, tmp_dir: str) -> None:
-        """Write to a temporary file in `tmp_dir`, then rename into place: readers see the
-        whole file or nothing. Rename is atomic on local and HDFS-like file systems. Locally
+    def write_atomic(self, rel: str, data, tmp_dir: str) -> None:
+        """Write `data` (bytes, or an Arrow buffer) to a temporary file in `tmp_dir`, then
+        rename it into place: readers see the whole file or nothing. Rename is atomic on local and HDFS-like file systems. Locally
         the bytes are synced before the rename and the folder after it, so a crash of the
         machine cannot leave a renamed but empty file (a published, unreadable instant)."""
         tmp = posixpath.join(tmp_dir, f"{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
@@ -121,30 +121,23 @@ class Storage:
         selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True)
         return [posixpath.basename(i.path) for i in self._fs.get_file_info(selector)]
 
-    def list_files_recursive(self, rel: str) -> List[str]:
-        """Paths of all files under `rel`, relative to `rel`."""
+    def _files(self, rel: str) -> List[Tuple[str, pafs.FileInfo]]:
+        """(path relative to `rel`, its info) of every file under `rel`; empty when it does not exist."""
         root = self.full_path(rel)
         selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
-        return [
-            posixpath.relpath(i.path, root)
-            for i in self._fs.get_file_info(selector)
-            if i.type == pafs.FileType.File
-        ]
-
-    def list_files_with_mtimes(self, rel: str) -> List[Tuple[str, int]]:
-        """(name, modification time in ns since the epoch) of the files directly under `rel`."""
-        selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True)
-        return [(posixpath.basename(i.path), i.mtime_ns) for i in self._fs.get_file_info(selector)
+        return [(posixpath.relpath(i.path, root), i) for i in self._fs.get_file_info(selector)
                 if i.type == pafs.FileType.File]
 
+    def list_files_recursive(self, rel: str) -> List[str]:
+        """Paths of all files under `rel`, relative to `rel`."""
+        return [path for path, _ in self._files(rel)]
+
+    def list_files_with_mtimes(self, rel: str) -> List[Tuple[str, int]]:
+        """(path relative to `rel`, modification time in ns since the epoch) of the files under `rel`."""
+        return [(path, info.mtime_ns) for path, info in self._files(rel)]
+
     def list_files_with_sizes(self, rel: str) -> List[Tuple[str, int]]:
-        root = self.full_path(rel)
-        selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
-        return [
-            (posixpath.relpath(i.path, root), i.size)
-            for i in self._fs.get_file_info(selector)
-            if i.type == pafs.FileType.File
-        ]
+        return [(path, info.size) for path, info in self._files(rel)]
 
     def delete_file(self, rel: str) -> None:
         try:
