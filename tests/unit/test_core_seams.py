@@ -281,6 +281,34 @@ def test_partition_format_makes_hudi_paths_and_refuses_what_no_folder_can_hold()
         PartitionFormat(("d",), True, "t").paths(pa.RecordBatch.from_arrays([late], ["d"]))
 
 
+def test_a_task_makes_one_path_per_run_of_partition_values_and_joins_runs_of_one_path():
+    from dbt.adapters.hudilite.table.keygen import DEFAULT_PARTITION, PartitionFormat
+    from dbt.adapters.hudilite.table.writer import partition_runs, run_starts
+
+    assert run_starts([pa.array([None, None, "a", "a", None, "", ""])]) == [0, 2, 4, 5]
+    assert run_starts([pa.array([1, 1, 1, 2]), pa.array(["x", "y", "y", "y"])]) == [0, 1, 3]
+    assert run_starts([pa.array([], pa.int64())]) == []
+
+    class Spec:
+        partition_format = PartitionFormat(("region", "n"), True, "t")
+
+    # As the grouping sort delivers them: null, '' and the default's own name sort as one value.
+    regions = [None, "", None, DEFAULT_PARTITION, "", "eu", "eu", "eu"]
+    numbers = [1, 1, 1, 1, 1, 1, 1, 2]
+    batch = pa.RecordBatch.from_pydict({ROW_INDEX: list(range(8)), PARTITION_PATH: pa.nulls(8), "Region": regions,
+                                        "n": numbers})
+    runs = [(path, run.column(0).to_pylist()) for path, run in partition_runs(Spec, INSERT_AUTO_KEYS, batch)]
+    assert runs == [(f"Region={DEFAULT_PARTITION}/n=1", [0, 1, 2, 3, 4]), ("Region=eu/n=1", [5, 6]), ("Region=eu/n=2", [7])]
+    # A value no folder can hold is refused wherever its run is.
+    bad = pa.RecordBatch.from_pydict({ROW_INDEX: [0, 1, 2], PARTITION_PATH: pa.nulls(3), "Region": ["eu", "eu", "a/b"],
+                                      "n": [1, 1, 1]})
+    with pytest.raises(errors.DataError, match="partition column 'Region' has a value that cannot be a folder name .*: a/b$"):
+        list(partition_runs(Spec, INSERT_AUTO_KEYS, bad))
+    # Paths made in Spark come with each row.
+    made = pa.RecordBatch.from_pydict({ROW_INDEX: [0, 1, 2], PARTITION_PATH: ["a", "a", "b"], "Region": ["x", "y", "z"],
+                                       "n": [1, 2, 3]})
+    assert [(p, r.num_rows) for p, r in partition_runs(Spec, INSERT_AUTO_KEYS, made)] == [("a", 2), ("b", 1)]
+
 def test_task_made_paths_are_for_plain_strings_integers_and_dates():
     from pyspark.sql import types as T
 

@@ -162,13 +162,17 @@ class PartitionFormat:
     table: str
 
     def paths(self, batch: pa.RecordBatch) -> pa.Array:
-        column_of = {n.lower(): i for i, n in enumerate(batch.schema.names)}
         segments = []
-        for field in self.fields:  # named as the rows spell them, as `partition_path` is given them
-            name = batch.schema.names[column_of[field.lower()]]
-            value = self._folder_name(name, batch.column(column_of[field.lower()]))
+        for name, values in self.columns(batch):
+            value = self._folder_name(name, values)
             segments.append(pc.binary_join_element_wise(f"{name}=", value, "") if self.hive_style else value)
         return segments[0] if len(segments) == 1 else pc.binary_join_element_wise(*segments, "/")
+
+    def columns(self, batch: pa.RecordBatch) -> List[Tuple[str, pa.Array]]:
+        """(name, values) of the partition columns, named as the rows spell them (as
+        `partition_path` is given them)."""
+        column_of = {n.lower(): i for i, n in enumerate(batch.schema.names)}
+        return [(batch.schema.names[column_of[f.lower()]], batch.column(column_of[f.lower()])) for f in self.fields]
 
     def _folder_name(self, name: str, values: pa.Array) -> pa.Array:
         if pa.types.is_date32(values.type):

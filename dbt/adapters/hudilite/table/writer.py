@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -301,13 +302,51 @@ def _ensure_partition_metadata(storage: Storage, partition: str, spec: WriteSpec
 
 def _runs(batch: pa.RecordBatch, values: pa.Array) -> Iterator[Tuple[str, pa.RecordBatch]]:
     """Slices of consecutive rows that share their value (`values`: one per row)."""
-    n = batch.num_rows
+    starts = run_starts([values])
+    yield from _labelled_runs(batch, starts, values.take(starts).to_pylist())
+
+
+def run_starts(columns: Sequence[pa.Array]) -> List[int]:
+    """The positions where a run of rows with equal values in all `columns` begins (nulls equal
+    each other); 0 first."""
+    n = len(columns[0])
     if n == 0:
+        return []
+    changed = np.zeros(n - 1, dtype=bool)
+    for values in columns:
+        later, earlier = values.slice(1), values.slice(0, n - 1)
+        differs = pc.not_equal(later, earlier)
+        if values.null_count:
+            differs = pc.if_else(pc.and_(pc.is_null(later), pc.is_null(earlier)), False, pc.fill_null(differs, True))
+        changed |= differs.to_numpy(zero_copy_only=False)
+    return [0] + (np.flatnonzero(changed) + 1).tolist()
+
+
+def _labelled_runs(batch: pa.RecordBatch, starts: List[int], labels: List[str]) -> Iterator[Tuple[str, pa.RecordBatch]]:
+    """The slices of `batch` from each of `starts` to the next, adjacent ones of the same label
+    (`labels`: one per start) joined."""
+    ends = starts[1:] + [batch.num_rows]
+    i = 0
+    while i < len(starts):
+        j = i
+        while j + 1 < len(starts) and labels[j + 1] == labels[i]:
+            j += 1
+        yield labels[i], batch.slice(starts[i], ends[j] - starts[i])
+        i = j + 1
+
+
+def partition_runs(spec: WriteSpec, layout: RowLayout, batch: pa.RecordBatch) -> Iterator[Tuple[str, pa.RecordBatch]]:
+    """Slices of consecutive rows of one partition path. A path made in Spark comes with each
+    row; one the task makes (`keygen.PartitionFormat`, from a null path column) is made once
+    per run of equal partition values, not per row: rows arrive grouped by them."""
+    paths = layout.meta_column(batch, PARTITION_PATH)
+    if not pa.types.is_null(paths.type):
+        yield from _runs(batch, paths)
         return
-    changes = pc.indices_nonzero(pc.not_equal(values.slice(1), values.slice(0, n - 1))).to_pylist()
-    starts = [0] + [i + 1 for i in changes]
-    for start, end in zip(starts, starts[1:] + [n]):
-        yield values[start].as_py(), batch.slice(start, end - start)
+    if spec.partition_format is None:
+        raise ValueError("rows without partition paths, and no partition format to make them")
+    starts = run_starts([values for _, values in spec.partition_format.columns(batch)])
+    yield from _labelled_runs(batch, starts, spec.partition_format.paths(batch.take(starts)).to_pylist())
 
 
 def task_context(spec: WriteSpec) -> Tuple[int, int, str]:
@@ -360,7 +399,7 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
             if batch.num_rows == 0:
                 continue
             layout.check(batch.schema)
-            partitions = _runs(batch, partition_paths(spec, layout, batch)) if spec.partitioned else [("", batch)]
+            partitions = partition_runs(spec, layout, batch) if spec.partitioned else [("", batch)]
             for partition, run in partitions:
                 while run.num_rows:  # a run may fill a topped-up file and go on in a new one
                     if current is not None and (current.partition != partition or current.full):
@@ -383,17 +422,6 @@ def write_task(spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
         if current is not None:  # a failing task leaves its marker; the driver deletes the file
             current.sink.close()
     yield from _finish(spec, task_partition, attempt, stats)
-
-
-def partition_paths(spec: WriteSpec, layout: RowLayout, batch: pa.RecordBatch) -> pa.Array:
-    """The rows' partition paths: made in Spark, or left null for the task to make from the
-    partition columns (`keygen.PartitionFormat`)."""
-    paths = layout.meta_column(batch, PARTITION_PATH)
-    if not pa.types.is_null(paths.type):
-        return paths
-    if spec.partition_format is None:
-        raise ValueError("rows without partition paths, and no partition format to make them")
-    return spec.partition_format.paths(batch)
 
 
 def _open_for_insert(spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
