@@ -8,7 +8,7 @@ import pytest
 
 from dbt.adapters.hudilite.table.record_index import (
     DIGESTS, ENTRY_SCHEMA, RECORD_KEYS, compact_task, entry_schema, key_digests, keys_by_row_group, latest_entries,
-    live_holders, write_shards)
+    _may_hold_tombstones, live_holders, write_shards)
 from dbt.adapters.hudilite.table.storage import Storage
 
 both_kinds = pytest.mark.parametrize("entry_key", [DIGESTS, RECORD_KEYS])
@@ -54,16 +54,31 @@ def test_latest_entry_wins_and_tombstones_show(tmp_path, entry_key):
 @both_kinds
 def test_lookup_over_many_row_groups_equals_a_plain_scan(tmp_path, entry_key):
     """Each row group has its own fileId dictionary; matches come from the first, middle and
-    last rows of groups, and keys between or beyond the stored ones find nothing."""
+    last rows of groups, and keys between or beyond the stored ones find nothing. Tombstones
+    sit in some row groups only: the others' statistics spare reading the column, and a file
+    without statistics is read whole."""
     storage = Storage(str(tmp_path))
-    entries = [(f"k{i:05d}", f"fg-{(i * 7) % 13}-{i // 100}", i % 11 == 0) for i in range(0, 2000, 2)]
+    entries = [(f"k{i:05d}", f"fg-{(i * 7) % 13}-{i // 100}", i % 11 == 0 and (i < 500 or i > 1500))
+               for i in range(0, 2000, 2)]
     write_entries(storage, "1.base.parquet", entries, 64, entry_key)
     with storage.open_input("1.base.parquet") as source:
-        assert pq.ParquetFile(source).metadata.num_row_groups == 16
-    wanted = [f"k{i:05d}" for i in (0, 126, 128, 130, 1000, 1001, 1998, 1999, 5000)] + ["a", "zz"]
+        metadata = pq.ParquetFile(source).metadata
+    assert metadata.num_row_groups == 16
+    with_tombstones = [_may_hold_tombstones(metadata, g) for g in range(16)]
+    assert any(with_tombstones) and not all(with_tombstones)
+    wanted = [f"k{i:05d}" for i in (0, 126, 128, 130, 990, 1000, 1001, 1540, 1562, 1998, 1999, 5000)] + ["a", "zz"]
     stored = {k: (f, d) for k, f, d in entries}
-    assert by_key(latest_entries(storage, [("20260101000000001", "1.base.parquet")], wanted, entry_key)) == {
-        k: stored[k] for k in wanted if k in stored}
+    expected = {k: stored[k] for k in wanted if k in stored}
+    assert {k: d for k, (_, d) in expected.items()} == {
+        "k00000": True, "k00126": False, "k00128": False, "k00130": False, "k00990": False, "k01000": False,
+        "k01540": True, "k01562": True, "k01998": False}
+    assert by_key(latest_entries(storage, [("20260101000000001", "1.base.parquet")], wanted, entry_key)) == expected
+    table = pq.read_table(storage.full_path("1.base.parquet"))
+    with storage.open_output("2.base.parquet") as sink:
+        pq.write_table(table, sink, row_group_size=64, write_statistics=False)
+    with storage.open_input("2.base.parquet") as source:
+        assert _may_hold_tombstones(pq.ParquetFile(source).metadata, 0)
+    assert by_key(latest_entries(storage, [("20260101000000001", "2.base.parquet")], wanted, entry_key)) == expected
 
 
 @both_kinds

@@ -285,10 +285,20 @@ def _matches(parquet: pq.ParquetFile, group: int, wanted: pa.Array) -> pa.Table:
     ~150 MB per lookup and took 2-8x as long inside a task, page faults included.)"""
     keys = parquet.read_row_group(group, columns=["key"], use_threads=False).column("key").combine_chunks()
     at = _positions(keys, wanted)
-    rest = parquet.read_row_group(group, columns=["file_id", "deleted"], use_threads=False).take(at) if len(at) \
-        else pa.table({"file_id": pa.array([], pa.string()), "deleted": pa.array([], pa.bool_())})
-    return pa.table({"key": keys.take(at), "file_id": rest.column("file_id").cast(pa.string()),
-                     "deleted": rest.column("deleted")})
+    if not len(at):
+        return pa.table({"key": keys.take(at), "file_id": pa.array([], pa.string()), "deleted": pa.array([], pa.bool_())})
+    # Bases and most deltas hold no tombstones: their row groups' statistics say so, and the
+    # column need not be read (3-4 ms of a 2M-entry shard's 48 ms lookup).
+    tombstones = _may_hold_tombstones(parquet.metadata, group)
+    rest = parquet.read_row_group(group, columns=["file_id", "deleted"] if tombstones else ["file_id"],
+                                  use_threads=False).take(at)
+    deleted = rest.column("deleted") if tombstones else pa.repeat(pa.scalar(False), len(at))
+    return pa.table({"key": keys.take(at), "file_id": rest.column("file_id").cast(pa.string()), "deleted": deleted})
+
+
+def _may_hold_tombstones(metadata: pq.FileMetaData, group: int) -> bool:
+    stats = metadata.row_group(group).column(metadata.schema.names.index("deleted")).statistics
+    return stats is None or not stats.has_min_max or stats.max is not False or stats.null_count != 0
 
 
 def live_holders(found: pa.Table, keys: pa.Array, live: Dict[str, str]) -> Tuple[pa.Array, pa.Array]:
