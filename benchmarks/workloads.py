@@ -113,6 +113,14 @@ def batch_ids(n: int, size: int, seed: int, recent_days: int, days: int) -> List
     return updates + list(range(n + seed * size, n + seed * size + (size - size // 2)))
 
 
+def delta_merge(path: str, source) -> None:
+    """delta-rs's upsert of `source` (Arrow) into the keyed rows' table at `path`."""
+    from deltalake import DeltaTable
+
+    (DeltaTable(path).merge(source=source, predicate="t.id = s.id AND t.day = s.day", source_alias="s", target_alias="t")
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+
+
 def update_ids(n: int, size: int, seed: int) -> List[int]:
     return random.Random(seed).sample(range(n), size)
 
@@ -187,13 +195,20 @@ class Workloads:
             self.tables[name] = table
         return self.tables[name]
 
-    def merges(self) -> None:
-        from deltalake import DeltaTable, write_deltalake
+    def delta_table(self, n: int, days: int = 50) -> str:
+        """The path of a delta-rs table of the keyed rows of `n` (built once)."""
+        from deltalake import write_deltalake
 
+        path = self.path(f"delta-{n}")
+        if not os.path.exists(path):
+            self.log(f"building a delta-rs table of {n:,} rows")
+            write_deltalake(path, keyed_table_rows(self.spark, n, days).toArrow(), partition_by=["day"])
+        return path
+
+    def merges(self) -> None:
         n, size, days = self.scale.merge_rows, self.scale.batch, 50
         table = self.keyed_table(n)
-        delta_path = self.path(f"delta-{n}")
-        write_deltalake(delta_path, keyed_table_rows(self.spark, n, days).toArrow(), partition_by=["day"])
+        delta_path = self.delta_table(n, days)
         parquet_paths = [self.path("parquet-merge-a"), self.path("parquet-merge-b")]
         keyed_table_rows(self.spark, n, days).write.partitionBy("day").parquet(parquet_paths[0])
         batches: Dict[Tuple[str, int], Tuple[DataFrame, object]] = {}
@@ -213,12 +228,7 @@ class Workloads:
             return lambda r: (lambda df=batch(kind, r)[0]: table.upsert(df))
 
         def delta(kind):
-            def prepare(r):
-                source = batch(kind, r)[1]
-                return lambda: (DeltaTable(delta_path).merge(
-                    source=source, predicate="t.id = s.id AND t.day = s.day", source_alias="s", target_alias="t")
-                    .when_matched_update_all().when_not_matched_insert_all().execute())
-            return prepare
+            return lambda r: (lambda source=batch(kind, r)[1]: delta_merge(delta_path, source))
 
         def full_rewrite(r):
             df = batch("random", r)[0]
@@ -247,16 +257,22 @@ class Workloads:
 
     def scaling(self) -> None:
         size, days = self.scale.batch, 50
-        upsert_s, lookup_s, scan_s = {}, {}, {}
+        upsert_s, delta_s, lookup_s, scan_s = {}, {}, {}, {}
         for n in self.scale.scaling_rows:
-            table = self.keyed_table(n)
-            self.log(f"upsert {size:,} rows into {n:,} rows; look up {self.scale.lookup_keys:,} keys")
+            table, delta_path = self.keyed_table(n), self.delta_table(n, days)
+            self.log(f"upsert {size:,} rows into {n:,} rows (and delta-rs MERGE); look up {self.scale.lookup_keys:,} keys")
 
-            def ours(r, n=n, table=table):
-                df = batch_frame(self.spark, batch_ids(n, size, 500 + r, 2, days), n, days, version=r + 100)
-                return lambda: table.upsert(df)
+            def batch(r, n=n):
+                return batch_frame(self.spark, batch_ids(n, size, 500 + r, 2, days), n, days, version=r + 100)
 
-            upsert_s[n] = alternate(self.spark, {"hudilite": ours}, self.scale.scaling_rounds)["hudilite"]
+            def ours(r, table=table):
+                return lambda df=batch(r): table.upsert(df)
+
+            def delta(r, path=delta_path):
+                return lambda source=batch(r).toArrow(): delta_merge(path, source)
+
+            sides = alternate(self.spark, {"hudilite": ours, "delta-rs MERGE": delta}, self.scale.scaling_rounds)
+            upsert_s[n], delta_s[n] = sides["hudilite"], sides["delta-rs MERGE"]
             keys = self.spark.createDataFrame([(i,) for i in update_ids(n, self.scale.lookup_keys, 7)], "id long")
             keys = keys.select(key_of(F.col("id")).alias("id")).repartition(2).cache()
             keys.count()
@@ -281,9 +297,15 @@ class Workloads:
                 self.add(Result(f"look up {self.scale.lookup_keys:,} keys in a {entries:,}-entry index",
                                 lookup_s[n], scan_s[n]))
         small, large = min(upsert_s), max(upsert_s)
+        peer_growth = (f"delta-rs MERGE of the same batches: {delta_s[large].median:.2f} s vs {delta_s[small].median:.2f} s, "
+                       f"{delta_s[large].median / delta_s[small].median:.2f}x")
         self.add(Result(f"upsert {size:,} rows into {large:,} rows vs into {small:,} rows", upsert_s[large],
-                        Side(f"hudilite into {small:,} rows", upsert_s[small].samples), 1.5))
+                        Side(f"hudilite into {small:,} rows", upsert_s[small].samples), 1.5, note=peer_growth))
+        # For reference, without a goal: the two side by side at the largest size.
+        self.add(Result(f"upsert {size:,} rows (half updates in the last 2 of {days} day partitions, half new keys) "
+                        f"into {large:,} rows (reference)", upsert_s[large], delta_s[large]))
         self.curves = {"upsert": {n: s.median for n, s in upsert_s.items()},
+                       "delta-rs MERGE": {n: s.median for n, s in delta_s.items()},
                        "index lookup": {n: s.median for n, s in lookup_s.items()},
                        "semi-join scan": {n: s.median for n, s in scan_s.items()}}
 
