@@ -111,3 +111,59 @@ def test_an_upsert_is_small_by_its_batch():
     assert is_small(batch_bytes=10 << 20, limit=32 << 20)  # however much it rewrites: tasks share that
     assert not is_small(batch_bytes=40 << 20, limit=32 << 20)  # each task holds the whole batch
     assert not is_small(batch_bytes=0, limit=0)  # 0: always the shuffle
+
+def reference_merge(stored_rows, incoming_rows, partition, precombine):
+    """What `merge_slice` does, row by row: (commit time, key, name, version) of the new
+    slice, rows changed, stored rows removed. Stored rows are (key, name, version); incoming
+    (key, name, version, deleted, partition)."""
+    first = {}
+    for j, (key, *_) in enumerate(stored_rows):
+        first.setdefault(key, j)
+    gone = [r[0] for r in incoming_rows if r[3] or r[4] != partition]
+    in_place = [r for r in incoming_rows if not r[3] and r[4] == partition]
+    if precombine:
+        in_place = [r for r in in_place if not (r[0] in first and r[2] is not None
+                                                and stored_rows[first[r[0]]][2] is not None
+                                                and r[2] < stored_rows[first[r[0]]][2])]
+    replaced = {r[0] for r in in_place} | set(gone)
+    at = {first[r[0]]: r for r in in_place if r[0] in first}
+    out = []
+    for j, (key, name, version) in enumerate(stored_rows):
+        if j in at:
+            out.append((None, key, at[j][1], at[j][2]))
+        elif key not in replaced:
+            out.append(("t1", key, name, version))
+    out += [(None, r[0], r[1], r[2]) for r in in_place if r[0] not in first]
+    return out, len(in_place), sum(1 for key, *_ in stored_rows if key in set(gone))
+
+
+def test_merges_of_random_slices_equal_the_row_by_row_rule():
+    """Keys stored twice, updates, deletes, moves out, new keys, older and null precombine
+    values, in random mixes."""
+    import random
+
+    for seed in range(300):
+        rng = random.Random(seed)
+        stored_rows = [(rng.randrange(30), f"s{j}", rng.choice([None, 1, 2, 3])) for j in range(rng.randrange(0, 25))]
+        keys = rng.sample(range(40), rng.randrange(0, 15))
+        incoming_rows = [(k, f"i{k}", rng.choice([None, 1, 2, 3]), rng.random() < 0.2, rng.choice(["p", "p", "p", "q"]))
+                         for k in keys]
+        precombine = rng.choice([None, "version"])
+        base = pa.table({**{m: pa.array(["t1"] * len(stored_rows) if m == META[0] else
+                                        [f"t1_0_{j}" for j in range(len(stored_rows))] if m == META[1] else
+                                        [str(k) for k, *_ in stored_rows] if m == META[2] else ["p"] * len(stored_rows),
+                                        pa.string()) for m in META},
+                         "_hoodie_file_name": pa.array(["f1"] * len(stored_rows), pa.string()),
+                         "id": pa.array([k for k, *_ in stored_rows], pa.int64()),
+                         "name": pa.array([n for _, n, _ in stored_rows], pa.string()),
+                         "version": pa.array([v for *_, v in stored_rows], pa.int64())})
+        batch = pa.table({"_hoodie_record_key": pa.array([str(r[0]) for r in incoming_rows], pa.string()),
+                          "_hoodie_partition_path": pa.array([r[4] for r in incoming_rows], pa.string()),
+                          IS_DELETED: pa.array([r[3] for r in incoming_rows], pa.bool_()),
+                          "id": pa.array([r[0] for r in incoming_rows], pa.int64()),
+                          "name": pa.array([r[1] for r in incoming_rows], pa.string()),
+                          "version": pa.array([r[2] for r in incoming_rows], pa.int64())})
+        merged, changed, removed = merge_slice(base, batch, "p", ["id", "name", "version"], precombine, None)
+        expected, expected_changed, expected_removed = reference_merge(stored_rows, incoming_rows, "p", precombine)
+        assert (as_rows(merged), changed, removed) == (expected, expected_changed, expected_removed), seed
+
