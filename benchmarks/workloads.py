@@ -185,8 +185,10 @@ class Workloads:
                         absolute_goal=True))
 
     # merges -----------------------------------------------------------------------------------
-    def keyed_table(self, n: int, days: int = 50) -> HudiTable:
-        name = f"keyed-{n}"
+    def keyed_table(self, n: int, days: int = 50, workload: str = "merges") -> HudiTable:
+        """A keyed table of `n` rows, built once per workload: no workload times its upserts
+        on a table another one has changed."""
+        name = f"keyed-{workload}-{n}"
         if name not in self.tables:
             self.log(f"building a keyed table of {n:,} rows")
             table = HudiTable.create(self.spark, self.path(name), "keyed", record_key="id", partition_by="day")
@@ -195,11 +197,11 @@ class Workloads:
             self.tables[name] = table
         return self.tables[name]
 
-    def delta_table(self, n: int, days: int = 50) -> str:
-        """The path of a delta-rs table of the keyed rows of `n` (built once)."""
+    def delta_table(self, n: int, days: int = 50, workload: str = "merges") -> str:
+        """The path of a delta-rs table of the keyed rows of `n` (built once per workload)."""
         from deltalake import write_deltalake
 
-        path = self.path(f"delta-{n}")
+        path = self.path(f"delta-{workload}-{n}")
         if not os.path.exists(path):
             self.log(f"building a delta-rs table of {n:,} rows")
             write_deltalake(path, keyed_table_rows(self.spark, n, days).toArrow(), partition_by=["day"])
@@ -259,7 +261,7 @@ class Workloads:
         size, days = self.scale.batch, 50
         upsert_s, delta_s, lookup_s, scan_s = {}, {}, {}, {}
         for n in self.scale.scaling_rows:
-            table, delta_path = self.keyed_table(n), self.delta_table(n, days)
+            table, delta_path = self.keyed_table(n, days, "scaling"), self.delta_table(n, days, "scaling")
             self.log(f"upsert {size:,} rows into {n:,} rows (and delta-rs MERGE); look up {self.scale.lookup_keys:,} keys")
 
             def batch(r, n=n):
@@ -269,7 +271,10 @@ class Workloads:
                 return lambda df=batch(r): table.upsert(df)
 
             def delta(r, path=delta_path):
-                return lambda source=batch(r).toArrow(): delta_merge(path, source)
+                df = batch(r)
+                source = df.toArrow()
+                df.unpersist()
+                return lambda: delta_merge(path, source)
 
             sides = alternate(self.spark, {"hudilite": ours, "delta-rs MERGE": delta}, self.scale.scaling_rounds)
             upsert_s[n], delta_s[n] = sides["hudilite"], sides["delta-rs MERGE"]

@@ -308,6 +308,8 @@ def test_a_task_makes_one_path_per_run_of_partition_values_and_joins_runs_of_one
     made = pa.RecordBatch.from_pydict({ROW_INDEX: [0, 1, 2], PARTITION_PATH: ["a", "a", "b"], "Region": ["x", "y", "z"],
                                        "n": [1, 2, 3]})
     assert [(p, r.num_rows) for p, r in partition_runs(Spec, INSERT_AUTO_KEYS, made)] == [("a", 2), ("b", 1)]
+    for empty in (batch.slice(0, 0), made.slice(0, 0)):  # a batch without rows has no runs
+        assert list(partition_runs(Spec, INSERT_AUTO_KEYS, empty)) == []
 
 def test_task_made_paths_are_for_plain_strings_integers_and_dates():
     from pyspark.sql import types as T

@@ -303,7 +303,8 @@ def _ensure_partition_metadata(storage: Storage, partition: str, spec: WriteSpec
 def _runs(batch: pa.RecordBatch, values: pa.Array) -> Iterator[Tuple[str, pa.RecordBatch]]:
     """Slices of consecutive rows that share their value (`values`: one per row)."""
     starts = run_starts([values])
-    yield from _labelled_runs(batch, starts, values.take(starts).to_pylist())
+    if starts:
+        yield from _labelled_runs(batch, starts, values.take(pa.array(starts, pa.int64())).to_pylist())
 
 
 def run_starts(columns: Sequence[pa.Array]) -> List[int]:
@@ -346,7 +347,9 @@ def partition_runs(spec: WriteSpec, layout: RowLayout, batch: pa.RecordBatch) ->
     if spec.partition_format is None:
         raise ValueError("rows without partition paths, and no partition format to make them")
     starts = run_starts([values for _, values in spec.partition_format.columns(batch)])
-    yield from _labelled_runs(batch, starts, spec.partition_format.paths(batch.take(starts)).to_pylist())
+    if starts:
+        firsts = batch.take(pa.array(starts, pa.int64()))
+        yield from _labelled_runs(batch, starts, spec.partition_format.paths(firsts).to_pylist())
 
 
 def task_context(spec: WriteSpec) -> Tuple[int, int, str]:
