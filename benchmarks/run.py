@@ -47,12 +47,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and no dbt demo (under 2 minutes)")
     parser.add_argument("--only", nargs="+", choices=ALL, default=list(ALL))
-    parser.add_argument("--rounds", type=int, help="measured rounds per comparison (default 3; quick 2); the scaling upserts run scaling_rounds (7)")
+    parser.add_argument("--rounds", type=int, help="measured rounds of every comparison but the upserts (default 3, appends 5, insert_overwrite 11; quick 2); the scaling upserts run scaling_rounds (7)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every row count by this")
     args = parser.parse_args()
     scale = QUICK if args.quick else Scale()
     if args.rounds:
-        scale.rounds = args.rounds
+        scale.rounds = scale.append_rounds = scale.overwrite_rounds = args.rounds
     if args.scale != 1.0:
         for name in ("wide_rows", "narrow_rows", "merge_rows", "overwrite_rows"):
             setattr(scale, name, int(getattr(scale, name) * args.scale))
@@ -95,8 +95,8 @@ def main() -> None:
     total = time.perf_counter() - started
     head = (f"Benchmark run {stamp}, commit {commit()}, {'--quick' if args.quick else 'default sizes'}, "
             f"local[2] on {os.cpu_count()} cores, {total / 60:.1f} min. Figures are medians of {scale.rounds} "
-            f"rounds (upserts into the delta-rs table: {scale.upsert_rounds}; the scaling upserts: "
-            f"{scale.scaling_rounds}) with the order of the sides "
+            f"rounds (appends: {scale.append_rounds}; upserts into the delta-rs table: {scale.upsert_rounds}; "
+            f"the scaling upserts: {scale.scaling_rounds}; insert_overwrite: {scale.overwrite_rounds}) with the order of the sides "
             "reversed every round, after one warm-up round of each; peers ran in the same run.")
     table = markdown_table(bench.results)
     pictures = charts.draw(bench, RESULTS, stamp)

@@ -39,13 +39,16 @@ class Scale:
     # The scaling ratio compares two sub-second figures of our own: three rounds a side moved it
     # between 2.1x and 3.5x over three runs.
     scaling_rounds: int = 7
+    # Sub-second and few-second figures that moved by a third between runs at three rounds.
+    append_rounds: int = 5
+    overwrite_rounds: int = 11
     startup_tables: int = 300  # 0: no start-up run
     dbt_demo: bool = True
 
 
 QUICK = Scale(wide_rows=100_000, narrow_rows=200_000, merge_rows=200_000, scaling_rows=(100_000, 400_000),
               overwrite_rows=400_000, batch=2_000, lookup_keys=10_000, rounds=2, upsert_rounds=3, scaling_rounds=2,
-              startup_tables=0, dbt_demo=False)  # no dbt: each dbt command starts its own JVM
+              append_rounds=2, overwrite_rounds=2, startup_tables=0, dbt_demo=False)  # no dbt: each dbt command starts its own JVM
 
 
 # ---- rows -------------------------------------------------------------------------------------
@@ -168,7 +171,7 @@ class Workloads:
                 shutil.rmtree(path, ignore_errors=True)
                 return lambda: df.write.parquet(path)
 
-            sides = alternate(self.spark, {"hudilite": ours, "df.write.parquet": peer}, self.scale.rounds)
+            sides = alternate(self.spark, {"hudilite": ours, "df.write.parquet": peer}, self.scale.append_rounds)
             self.add(Result(f"{label}, {n:,} rows", sides["hudilite"], sides["df.write.parquet"], goal))
         self.auto_key_bytes()
 
@@ -346,7 +349,8 @@ class Workloads:
             df = one_day(r)
             return lambda: df.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("day").parquet(parquet)
 
-        sides = alternate(self.spark, {"hudilite": ours, "Spark dynamic partition overwrite (parquet)": peer}, self.scale.rounds)
+        sides = alternate(self.spark, {"hudilite": ours, "Spark dynamic partition overwrite (parquet)": peer},
+                          self.scale.overwrite_rounds)
         self.add(Result(f"insert_overwrite of 1 of {days} partitions of {n:,} rows", sides["hudilite"],
                         sides["Spark dynamic partition overwrite (parquet)"], 1.15))
 
