@@ -312,7 +312,7 @@ class Workloads:
         # For reference, without a goal: the two side by side at the largest size.
         self.add(Result(f"upsert {size:,} rows (half updates in the last 2 of {days} day partitions, half new keys) "
                         f"into {large:,} rows (reference)", upsert_s[large], delta_s[large]))
-        self.curves = {"upsert": {n: s.median for n, s in upsert_s.items()},
+        self.curves = {"hudilite upsert": {n: s.median for n, s in upsert_s.items()},
                        "delta-rs MERGE": {n: s.median for n, s in delta_s.items()},
                        "index lookup": {n: s.median for n, s in lookup_s.items()},
                        "semi-join scan": {n: s.median for n, s in scan_s.items()}}
