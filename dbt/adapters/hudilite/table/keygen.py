@@ -154,8 +154,9 @@ def partition_grouping(columns: Sequence[str], types: Sequence[T.DataType]) -> L
 @dataclass(frozen=True)
 class PartitionFormat:
     """`partition_path` in a write task, over Arrow batches: Spark's string cast and concat cost
-    about 1 µs a row (half of a 100k-row overwrite's task time), here a few vectorised passes.
-    For the types of `TASK_FORMATTED` only."""
+    about 1 µs a row (half of a 100k-row overwrite's task time), here a few vectorised passes
+    over one row per run of equal values (`writer.partition_runs`). For the types of
+    `TASK_FORMATTED` only."""
 
     fields: Tuple[str, ...]
     hive_style: bool

@@ -277,8 +277,9 @@ def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names
     # One probe of the stored keys against the batch's few (in place, then gone): hashing the
     # batch's keys and probing a file's 80k keys takes 2 ms, hashing the file's 15.
     probed = pa.concat_arrays([in_place.column(RECORD_KEY).combine_chunks(), gone.combine_chunks()])
+    first_gone = in_place.num_rows  # probed keys from here on are gone ones
     match = pc.fill_null(pc.index_in(stored_keys, value_set=probed), -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    position = first_positions(match, in_place.num_rows)
+    position = first_positions(match, first_gone)
     replaced = match >= 0
     if precombine:  # an incoming row older than the stored one changes nothing
         older = pc.less(in_place.column(precombine), stored.column(precombine).take(position))
@@ -306,7 +307,7 @@ def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names
     kept[at[found]] = True  # (a key stored twice keeps one row, the changed one)
     order = np.concatenate([slot[kept], stored_rows + np.flatnonzero(~found)])
     both = pa.concat_tables([pa.table([stored_column(c) for c in changed.column_names], schema=changed.schema), changed])
-    removed = int(np.count_nonzero(match >= len(probed) - len(gone)))
+    removed = int(np.count_nonzero(match >= first_gone))
     return both.take(pa.array(order)), n, removed
 
 
