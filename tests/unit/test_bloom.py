@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.hudilite.table.bloom import (
-    BLOOM_FILTER_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY, TYPE_CODE_KEY, DynamicBloomFilter, footer_metadata)
+    BLOOM_FILTER_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY, MIN_SIZED_ENTRIES, NUM_ENTRIES, TYPE_CODE_KEY,
+    DynamicBloomFilter, FileKeys, filter_shape, footer_metadata, stored_footer)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "hudi-java-tables")
 FOOTER_KEYS = (BLOOM_FILTER_KEY, TYPE_CODE_KEY, MIN_RECORD_KEY, MAX_RECORD_KEY)
@@ -39,7 +40,7 @@ def java_base_files(tmp_path_factory):
 
 def test_footer_equals_java_writer_byte_for_byte(java_base_files):
     for path, keys, footer in java_base_files:
-        got = footer_metadata(keys)
+        got = footer_metadata(keys, sized=False)  # Hudi's fixed size, as Java's writer has it
         assert set(got) == set(FOOTER_KEYS), path
         for key in FOOTER_KEYS:
             assert got[key] == footer[key], (path, key)
@@ -214,7 +215,8 @@ def test_min_max_are_byte_wise_and_absent_without_keys():
     assert (meta[MIN_RECORD_KEY], meta[MAX_RECORD_KEY]) == ("B", "é")
     empty = footer_metadata(pa.array([], pa.string()))
     assert set(empty) == {BLOOM_FILTER_KEY, TYPE_CODE_KEY}
-    assert empty[BLOOM_FILTER_KEY] == DynamicBloomFilter().serialize()
+    assert empty[BLOOM_FILTER_KEY] == DynamicBloomFilter(MIN_SIZED_ENTRIES).serialize()
+    assert footer_metadata([], sized=False)[BLOOM_FILTER_KEY] == DynamicBloomFilter().serialize()
 
 
 def test_null_and_empty_keys_are_refused():
@@ -223,3 +225,116 @@ def test_null_and_empty_keys_are_refused():
     with pytest.raises(ValueError):
         DynamicBloomFilter().add_all(["a", ""])
     assert np.array_equal(DynamicBloomFilter().might_contain_all([]), np.zeros(0, bool))
+
+
+# Filters sized to their file's keys (`FileKeys`): fpp 1e-9 for the keys a file holds, Hudi's
+# own filter from num_entries (60000) keys on.
+
+def non_members(n, seed):
+    rng = random.Random(seed)
+    return pa.array([f"{rng.getrandbits(64):016x}-{rng.getrandbits(32)}" for _ in range(n)])
+
+
+@pytest.mark.parametrize("n", [1, 99, 100, 101, 1000, 20000, 59999])
+def test_a_sized_filter_holds_its_keys_at_hudis_false_positive_rate(n):
+    keys = pa.array([f"20261124093000123_0_{i}" for i in range(n)])
+    footer = footer_metadata(keys)
+    nr, vector_size, nb_hash, added = filter_shape(footer[BLOOM_FILTER_KEY])
+    assert (nr, added) == (max(n, MIN_SIZED_ENTRIES), n)
+    bloom = DynamicBloomFilter.deserialize(footer[BLOOM_FILTER_KEY])
+    assert (bloom.nr, bloom.vector_size, bloom.nb_hash) == (nr, vector_size, nb_hash)
+    assert len(bloom.bits) == 1 and bloom.current_nb_record == n
+    assert nb_hash == 30 and vector_size == DynamicBloomFilter(nr).vector_size
+    assert bloom.might_contain_all(keys).all()
+    # fpp 1e-9: 2e-4 false positives expected among 200000 keys
+    assert bloom.might_contain_all(non_members(200_000, seed=n)).sum() == 0
+    fill = bloom.bits.sum() / vector_size  # about 1/2 (at most 1/2 below nr keys): the size is not oversized
+    assert 0.5 * n / nr - 0.05 < fill <= 0.5 + 0.02
+
+
+def test_a_small_files_filter_is_small():
+    keys = pa.array([f"20261124093000123_0_{i}" for i in range(100)])
+    footer = footer_metadata(keys)
+    assert len(footer[BLOOM_FILTER_KEY]) < 1024  # was 431380 characters
+    assert len(base64.b64decode(footer[BLOOM_FILTER_KEY])) == 25 + 13 + (DynamicBloomFilter(100).vector_size + 7) // 8
+    assert len(footer_metadata(keys[:1])[BLOOM_FILTER_KEY]) == len(footer[BLOOM_FILTER_KEY])  # the floor
+    assert len(footer_metadata([f"k{i}" for i in range(1000)])[BLOOM_FILTER_KEY]) < 8 * 1024
+
+
+@pytest.mark.parametrize("n", [60000, 60001, 100000, 130000])
+def test_files_of_num_entries_keys_or_more_get_hudis_filter_byte_for_byte(n):
+    rng = random.Random(n)
+    keys = [f"{rng.getrandbits(48):x}_{i}" for i in range(n)]
+    # batches crossing num_entries: held keys go into the filter first, in file order
+    cuts = [c for c in (0, 7, 59_990, 60_005, 110_000) if c < n] + [n]
+    file_keys = FileKeys()
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        file_keys.add(pa.array(keys[lo:hi]))
+    expected = DynamicBloomFilter().add_all(keys)
+    got = file_keys.footer()
+    assert got[BLOOM_FILTER_KEY] == expected.serialize() == footer_metadata(keys, sized=False)[BLOOM_FILTER_KEY]
+    assert got == footer_metadata(keys, sized=False)
+    assert filter_shape(got[BLOOM_FILTER_KEY]) == (NUM_ENTRIES, 2587966, 30, n)
+    assert len(expected.bits) == (1 if n == 60000 else 2)  # a second row past 60000 keys, round robin past 120000
+
+
+def test_a_sized_filter_switching_to_num_entries_matches_the_java_model():
+    keys = random_keys(400, seed=5)
+    # num_entries 50 and bound 120: three rows, then round robin, as Hudi's filter of these settings
+    model = JavaModel(DynamicBloomFilter(50, 0.01).vector_size, DynamicBloomFilter(50, 0.01).nb_hash, 50, 120)
+    for key in keys:
+        model.add(key)
+    file_keys = FileKeys(num_entries=50, fpp=0.01, max_entries=120)
+    for lo, hi in [(0, 1), (1, 49), (49, 51), (51, 52), (52, 400)]:
+        file_keys.add(pa.array(keys[lo:hi]))
+    assert file_keys.footer()[BLOOM_FILTER_KEY] == model.serialize()
+    few = FileKeys(num_entries=50, fpp=0.01).add(keys[:3]).footer()  # the floor never passes num_entries
+    assert filter_shape(few[BLOOM_FILTER_KEY]) == (50, model.vs, model.k, 3)
+
+
+def test_a_stored_footer_is_reused_only_for_its_keys_at_the_current_size():
+    def stored(footer):
+        return {k.encode(): v.encode() for k, v in footer.items()}
+
+    keys = [f"20261124093000123_0_{i}" for i in range(100)]
+    ours = footer_metadata(keys)
+    assert stored_footer(stored(ours)) == ours == stored_footer(stored(ours), 100)
+    assert stored_footer(stored(ours), 101) is None  # a filter of 100 keys for a file of 101: rebuilt
+    assert stored_footer(stored(ours), 99) is None
+    # Hudi's fixed size (Java's writer, or ours before) on a small file: rebuilt to its keys' size
+    fixed = footer_metadata(keys, sized=False)
+    assert stored_footer(stored(fixed)) == fixed and stored_footer(stored(fixed), 100) is None
+    tiny = footer_metadata(keys[:3])  # floored nr: 3 keys in a filter of MIN_SIZED_ENTRIES
+    assert stored_footer(stored(tiny), 3) == tiny and stored_footer(stored(tiny), 4) is None
+    empty = footer_metadata([])
+    assert stored_footer(stored(empty), 0) == empty
+    # From num_entries keys on, Hudi's filter is the one we build: reused as Java's writer left it
+    big = [f"k{i}" for i in range(60001)]
+    default = footer_metadata(big, sized=False)
+    assert stored_footer(stored(default), 60001) == default
+    assert stored_footer(stored(default), 60002) is None
+    assert stored_footer({b"hoodie_bloom_filter_type_code": b"DYNAMIC_V0", b"org.apache.hudi.bloomfilter": b"AAAA"}, 1) is None
+
+
+def test_a_keyed_file_of_100_rows_is_within_twice_a_plain_one(tmp_path):
+    from dbt.adapters.hudilite.table.storage import Storage
+    from dbt.adapters.hudilite.table.writer import WriteSpec, _OpenBaseFile
+
+    n, instant = 101, "20261124093000123"
+    sizes = {}
+    for keyed in (False, True):
+        spec = WriteSpec(str(tmp_path / str(keyed)), instant, partitioned=False, partition_depth=0,
+                         auto_keys=not keyed, bloom_footers=keyed)
+        out = _OpenBaseFile(spec, Storage(spec.base_path), "0-1-0", "", [pa.field("id", pa.int64()),
+                                                                          pa.field("name", pa.string())])
+        keys = pa.array([f"id:{i}" for i in range(n)])
+        out.add(pa.array([instant] * n), pa.array([f"{instant}_0_{i}" for i in range(n)]), keys,
+                pa.array([""] * n), [pa.array(range(n), pa.int64()), pa.array([f"name {i}" for i in range(n)])], n)
+        stat = out.close()
+        sizes[keyed] = stat["file_size"]
+        footer = pq.read_metadata(os.path.join(spec.base_path, stat["path"])).metadata
+        if keyed:
+            assert stored_footer(footer, n) == footer_metadata(keys)
+            assert DynamicBloomFilter.deserialize(footer[BLOOM_FILTER_KEY.encode()].decode()).might_contain_all(keys).all()
+    assert sizes[True] < 2 * sizes[False], sizes
+    print("file bytes, plain vs keyed:", sizes)

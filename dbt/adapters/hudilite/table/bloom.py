@@ -13,6 +13,11 @@ key order only once a file holds more than `nr` keys.
 
 Sizing: vector_size = ceil(nr * -ln(fpp) / ln(2)^2), nb_hash = ceil(ln(2) * vector_size / nr);
 Hudi's defaults (60000 keys, fpp 1e-9, bound 100000) give 2587966 bits, 30 hashes and at most 2 rows.
+Hudi's writer always uses nr = 60000: 316 KiB of bits (431 KB of base64) in every file, whatever it
+holds. Ours (`FileKeys`) takes nr = the file's key count, between MIN_SIZED_ENTRIES and 60000
+(`sized_entries`): a file of fewer than 60000 keys gets one row at fpp 1e-9 for its own keys; a file
+of 60000 keys or more gets Hudi's filter exactly. Java's readers take nr, nb_hash and vector_size
+from the serialized bytes, so they read any size.
 
 A key's bit positions: its UTF-8 bytes hashed with MurmurHash2 (32 bit, Hadoop's variant: the
 1-3 trailing bytes enter as *signed* Java bytes), chained: seed_0 = 0, h_i = murmur(bytes, h_{i-1}),
@@ -35,7 +40,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +55,12 @@ TYPE_CODE = "DYNAMIC_V0"
 NUM_ENTRIES = 60000  # hoodie.index.bloom.num_entries
 FPP = 0.000000001  # hoodie.index.bloom.fpp
 MAX_ENTRIES = 100000  # hoodie.bloom.index.filter.dynamic.max.entries
+# Smallest nr of a filter sized to its file's keys. The sizing formula gives fpp only on average
+# over many bits: with few keys the share of bits set varies a lot, and as a key hits when all of
+# its 30 bits are set, the expected false-positive rate rises above fpp (11x at 1 key, 1.3x at 10,
+# 1.03x at 100). Below 100 keys the bits saved are under 540 bytes a file, small next to the
+# Parquet footer itself, so 100 keeps Hudi's rate for a negligible cost.
+MIN_SIZED_ENTRIES = 100
 
 _VERSION = -1
 _MURMUR = 1
@@ -67,6 +78,12 @@ def bit_size(num_entries: int, fpp: float) -> int:
 
 def num_hashes(vector_size: int, num_entries: int) -> int:
     return int(math.ceil(math.log(2) * vector_size / num_entries))
+
+
+def sized_entries(key_count: int, num_entries: int = NUM_ENTRIES) -> int:
+    """nr of the filter of a file holding key_count keys: its count, at least MIN_SIZED_ENTRIES and
+    at most num_entries (Hudi's, whose row bookkeeping then applies to larger files)."""
+    return min(num_entries, max(key_count, MIN_SIZED_ENTRIES))
 
 
 def _as_large_strings(keys: Keys) -> pa.Array:
@@ -263,17 +280,39 @@ class DynamicBloomFilter:
 
 
 class FileKeys:
-    """A base file's footer entries, built batch by batch in the order its rows are written."""
+    """A base file's footer entries, built batch by batch in the order its rows are written.
 
-    def __init__(self, num_entries: int = NUM_ENTRIES, fpp: float = FPP, max_entries: int = MAX_ENTRIES):
-        self.bloom = DynamicBloomFilter(num_entries, fpp, max_entries)
+    sized (the default): the filter's nr is the file's key count (`sized_entries`), so keys are
+    held until the file is closed, or until num_entries of them came: from there the filter is
+    Hudi's own (nr = num_entries), fed as they come. Not sized: Hudi's filter whatever the count."""
+
+    def __init__(self, num_entries: int = NUM_ENTRIES, fpp: float = FPP, max_entries: int = MAX_ENTRIES,
+                 sized: bool = True):
+        self.num_entries, self.fpp, self.max_entries = num_entries, fpp, max_entries
+        self.bloom: Optional[DynamicBloomFilter] = None if sized else DynamicBloomFilter(num_entries, fpp, max_entries)
+        self.pending: List[pa.Array] = []  # keys not in the filter yet (fewer than num_entries)
+        self.count = 0
         self.min_key: Optional[str] = None
         self.max_key: Optional[str] = None
+
+    def _start_filter(self) -> DynamicBloomFilter:
+        nr = sized_entries(self.count, self.num_entries)
+        self.bloom = DynamicBloomFilter(nr, self.fpp, self.max_entries)
+        for keys in self.pending:  # in file order: past nr keys, the rows depend on it
+            self.bloom.add_all(keys)
+        self.pending = []
+        return self.bloom
 
     def add(self, keys: Keys) -> "FileKeys":
         keys = _as_large_strings(keys)
         if len(keys):
-            self.bloom.add_all(keys)
+            self.count += len(keys)
+            if self.bloom is not None:
+                self.bloom.add_all(keys)
+            else:
+                self.pending.append(keys)
+                if self.count >= self.num_entries:
+                    self._start_filter()
             # Python and Spark's UTF8String both order by code point. Hudi's Avro path compares
             # Java Strings (UTF-16 units): differs only for keys mixing chars above U+FFFF with
             # U+E000..U+FFFF.
@@ -284,24 +323,51 @@ class FileKeys:
         return self
 
     def footer(self) -> Dict[str, str]:
-        meta = {BLOOM_FILTER_KEY: self.bloom.serialize(), TYPE_CODE_KEY: TYPE_CODE}
+        bloom = self.bloom if self.bloom is not None else self._start_filter()
+        meta = {BLOOM_FILTER_KEY: bloom.serialize(), TYPE_CODE_KEY: TYPE_CODE}
         if self.min_key is not None:
             meta[MIN_RECORD_KEY], meta[MAX_RECORD_KEY] = self.min_key, self.max_key
         return meta
 
 
-def stored_footer(metadata: Optional[Dict[bytes, bytes]]) -> Optional[Dict[str, str]]:
+def filter_shape(text: str) -> Tuple[int, int, int, int]:
+    """(nr, vector_size, nb_hash, keys added) of a serialized filter, from its first bytes. Keys
+    added: every row before the last took nr keys, then the count since the last row was added
+    (which keeps counting once keys go round robin)."""
+    head = base64.b64decode(text[:36], validate=True)  # 27 bytes: the headers take 25
+    version, nb_hash, hash_type, vector_size = _HEADER.unpack_from(head, 0)
+    if version != _VERSION or hash_type != _MURMUR:
+        raise ValueError(f"unsupported bloom filter: version {version}, hash type {hash_type}")
+    nr, current, n_rows = _DYNAMIC.unpack_from(head, _HEADER.size)
+    return nr, vector_size, nb_hash, (n_rows - 1) * nr + current
+
+
+def stored_footer(metadata: Optional[Dict[bytes, bytes]], num_keys: Optional[int] = None) -> Optional[Dict[str, str]]:
     """The footer entries a base file holds (its parquet key-value metadata), None if it lacks
     a DYNAMIC_V0 filter. A new slice holding the same keys in the same order takes them as
-    they are: rebuilding them would give the same bytes."""
+    they are: rebuilding them would give the same bytes.
+
+    With num_keys (the file's row count): None too unless the filter holds that many keys and
+    is sized as `FileKeys` sizes it now, so a filter of Hudi's fixed size on a small file (from
+    Java's writer or an older one) is rebuilt at the file's next slice, to its keys' size."""
     entries = {k.decode(): v.decode() for k, v in (metadata or {}).items()
                if k.decode() in (BLOOM_FILTER_KEY, TYPE_CODE_KEY, MIN_RECORD_KEY, MAX_RECORD_KEY)}
     if entries.get(TYPE_CODE_KEY) != TYPE_CODE or BLOOM_FILTER_KEY not in entries:
         return None
+    if num_keys is not None:
+        try:
+            shape = filter_shape(entries[BLOOM_FILTER_KEY])
+        except (ValueError, struct.error):  # (binascii.Error is a ValueError)
+            return None
+        nr = sized_entries(num_keys)
+        vector_size = bit_size(nr, FPP)
+        if shape != (nr, vector_size, num_hashes(vector_size, nr), num_keys):
+            return None
     return entries
 
 
 def footer_metadata(keys: Keys, num_entries: int = NUM_ENTRIES, fpp: float = FPP,
-                    max_entries: int = MAX_ENTRIES) -> Dict[str, str]:
-    """The footer entries Hudi's writer gives a base file holding these record keys (in file order)."""
-    return FileKeys(num_entries, fpp, max_entries).add(keys).footer()
+                    max_entries: int = MAX_ENTRIES, sized: bool = True) -> Dict[str, str]:
+    """The footer entries of a base file holding these record keys (in file order): ours
+    (`FileKeys`), or with sized=False the ones Hudi's writer gives it."""
+    return FileKeys(num_entries, fpp, max_entries, sized).add(keys).footer()

@@ -339,8 +339,9 @@ def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precom
             # A group whose every row left still gets a (empty) new slice: its old one must go.
             batches_out = merged.to_batches(ARROW_BATCH_ROWS) or [pa.RecordBatch.from_pylist([], schema=merged.schema)]
             same_keys = merged.column(RECORD_KEY).equals(stored.column(RECORD_KEY))  # in the same order
+            # reused only when built from these keys and sized as a new one would be
             yield NewSlice(file_id, partition, removed, batches_out,
-                           stored_footer(footer) if same_keys else None)
+                           stored_footer(footer, stored.num_rows) if same_keys else None)
 
     return write_slices(spec, merged_slices())
 
