@@ -25,10 +25,14 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from pyspark.sql import DataFrame, SparkSession
 
 from .statement import read_statement
-from .table import ConfigurationError, HudiTable, Storage, quote
+from .table import ConfigurationError, HudiTable, Storage, faults, quote
+from .table.lock import TableLock
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
 DOCS_DIR = ".hudilite_docs"  # <location_root>/<schema>/.hudilite_docs/<relation>.json: persist_docs
+# A rebuild that changes a table's layout is built beside it, then swapped in (`swap_in`):
+REBUILDS_DIR = ".hudilite_rebuilds"  # <location_root>/<schema>/.hudilite_rebuilds/<name>: the new table
+REPLACED_DIR = ".hudilite_replaced"  # <location_root>/<schema>/.hudilite_replaced/<name>: the old one, mid-swap
 _GLOB_SPECIAL = re.compile(r"([\\{}\[\]*?,])")
 _FOLDER_SPECIAL = re.compile(r"[\\{}\[\]*?,:]")
 
@@ -97,7 +101,7 @@ class StorageCatalog:
         return posixpath.join(self.root, self.folder(schema, name))
 
     def is_table(self, schema: str, name: str) -> bool:
-        return HudiTable.exists(self.table_path(schema, name))
+        return HudiTable.exists(self.table_path(schema, name)) or self._finish_swap(schema, name)
 
     def open(self, schema: str, name: str) -> Optional[HudiTable]:
         if not self.is_table(schema, name):
@@ -112,7 +116,62 @@ class StorageCatalog:
         return sorted(n for n in self.storage.list_names("") if not n.startswith("."))
 
     def tables(self, schema: str) -> List[str]:
-        return sorted(n for n in self.storage.list_names(schema) if not n.startswith(".") and self.is_table(schema, n))
+        names = set(self.storage.list_names(schema)) | set(self.storage.list_names(self._rebuild_folder(schema)))
+        return sorted(n for n in names if not n.startswith(".") and self.is_table(schema, n))
+
+    # ---- rebuilds with a new layout: built beside the table, then swapped in -----------------
+    def _rebuild_folder(self, schema: str, name: Optional[str] = None) -> str:
+        return posixpath.join(self.folder(schema), REBUILDS_DIR, *([folder_name(name, "name")] if name else []))
+
+    def rebuild_path(self, schema: str, name: str) -> str:
+        """Where a rebuild of `schema.name` with a new layout builds its table (emptied first: a
+        rebuild that failed or was killed before its swap leaves one behind), while the table it
+        replaces stays readable with its history."""
+        folder = self._rebuild_folder(schema, name)
+        self.storage.delete_dir(folder)
+        return posixpath.join(self.root, folder)
+
+    def discard_rebuild(self, schema: str, name: str) -> None:
+        self.storage.delete_dir(self._rebuild_folder(schema, name))
+
+    def swap_in(self, schema: str, name: str) -> HudiTable:
+        """Put the committed table at `rebuild_path` in the place of `schema.name`: the old
+        table moves aside, the new one moves in, the old one is deleted. Two renames, under the
+        old table's lock so that no commit of it is half published; a process killed between
+        them leaves the new table where `_finish_swap` completes the move on the next look."""
+        target, replaced = self.folder(schema, name), posixpath.join(self.folder(schema), REPLACED_DIR, name)
+        with self._lock:
+            self._drop_entry(schema, name)
+            self.storage.delete_dir(replaced)
+            if HudiTable.exists(self.table_path(schema, name)):
+                self.storage.make_dirs(posixpath.dirname(replaced))
+                with TableLock(Storage(self.table_path(schema, name))):
+                    self.storage.filesystem.move(self.storage.full_path(target), self.storage.full_path(replaced))
+            faults.reach("swap")
+            self._finish_swap(schema, name)
+        return self.open(schema, name)
+
+    def _finish_swap(self, schema: str, name: str) -> bool:
+        """Move a committed rebuild into `schema.name` when nothing holds that place (a swap cut
+        short between its two renames); True when it did. A rebuild without a commit is not a
+        table yet: it stays where it is until the next rebuild empties it."""
+        try:
+            staged = self._rebuild_folder(schema, name)
+        except ConfigurationError:
+            return False
+        if not self.storage.exists(posixpath.join(staged, ".hoodie")):
+            return False
+        if HudiTable.open(self.spark, posixpath.join(self.root, staged)).context.timeline.latest_completed() is None:
+            return False
+        target = self.folder(schema, name)
+        self.storage.delete_dir(target)  # nothing of a table: it was moved aside
+        self.storage.make_dirs(self.folder(schema))
+        try:
+            self.storage.filesystem.move(self.storage.full_path(staged), self.storage.full_path(target))
+        except FileNotFoundError:  # another process finished the same swap
+            pass
+        self.storage.delete_dir(posixpath.join(self.folder(schema), REPLACED_DIR, name))
+        return HudiTable.exists(self.table_path(schema, name))
 
     # ---- the Spark catalog ------------------------------------------------------------------
     def resolve(self, names: Iterable[Sequence[str]]) -> None:
@@ -147,6 +206,8 @@ class StorageCatalog:
         if key[1] in names.values() or key[1] in views.values():
             return schema, key[1]  # the exact spelling first
         found = names.get(key[1].lower()) or views.get(key[1].lower())
+        if found is None and self._finish_swap(schema, key[1]):  # a rebuild's swap was cut short
+            found = key[1]
         return None if found is None else (schema, found)
 
     def _names_in(self, folder: str, listed: Dict[str, Dict[str, str]]) -> Dict[str, str]:
@@ -241,6 +302,7 @@ class StorageCatalog:
         with self._lock:
             self._drop_entry(schema, name)
         self.storage.delete_dir(folder)
+        self.discard_rebuild(schema, name)  # else a committed rebuild left by a killed swap would take its place
         self.set_docs(schema, name, None, {})
 
     def drop_view(self, schema: str, name: str) -> None:

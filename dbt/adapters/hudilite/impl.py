@@ -251,17 +251,17 @@ class HudiliteAdapter(SparkAdapter):
             plan = m.plan_build(config, _columns(df.schema), state, full_refresh)
         except m.ModelConfigError as err:
             raise CompilationError(str(err)) from None
-        replaces = catalog.is_view(schema, name) if table is None else plan.recreate or (not built and not _layout_fits(table, plan))
-        if replaces and constraints:  # the old relation goes before the write: check the rows first
-            _first_violation(df, constraints)
-        if table is None:
-            catalog.drop_view(schema, name)  # the model was a view before
-        elif replaces:
-            catalog.drop_table(schema, name)  # a rebuild with a new layout starts a new table
+        # A rebuild with a new layout is built beside the table and swapped in once committed:
+        # until then the old table stays, with its history, whatever fails or is killed.
+        beside = table is not None and built and plan.recreate
+        was_view = table is None and catalog.is_view(schema, name)
+        if table is not None and not built and not _layout_fits(table, plan):
+            catalog.drop_table(schema, name)  # no commit: nothing to keep
             table = None
-        if plan.operation == m.CREATE and table is None:
+        if plan.operation == m.CREATE and (table is None or beside):
+            path = catalog.rebuild_path(schema, name) if beside else catalog.table_path(schema, name)
             try:
-                table = HudiTable.create(catalog.spark, catalog.table_path(schema, name), name,
+                table = HudiTable.create(catalog.spark, path, name,
                                          partition_by=plan.partition_by, record_key=plan.record_key,
                                          precombine=plan.precombine_field, database=schema, schema=df.schema,
                                          parquet_encoding=plan.parquet_encoding or PARQUET_ENCODINGS[0])
@@ -271,11 +271,17 @@ class HudiliteAdapter(SparkAdapter):
         try:
             instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df, constraints))
         except Exception as err:
-            if plan.operation == m.CREATE:  # a failed first build leaves no table behind
+            if beside:
+                catalog.discard_rebuild(schema, name)
+            elif plan.operation == m.CREATE:  # a failed first build leaves no table behind
                 catalog.drop_table(schema, name)
             raise _dbt_error(config, err) from None
         finally:
             table.checkpoints = {}
+        if beside:
+            table = catalog.swap_in(schema, name)
+        if was_view:  # the model was a view before: the table takes its place once it holds the rows
+            catalog.drop_view(schema, name)
         catalog.register(schema, name, table)
         if instant is None:
             return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
@@ -461,13 +467,6 @@ def _enforce(df, constraints: Sequence[m.RowConstraint]):
     for rule in reversed(constraints):
         guarded = F.when(_broken(df, rule), F.raise_error(F.lit(rule.message))).otherwise(guarded)
     return df.select(guarded.alias(first), *[F.col(quote(c)) for c in df.columns[1:]])
-
-
-def _first_violation(df, constraints: Sequence[m.RowConstraint]) -> None:
-    """Check the rows before a build that first drops the relation it replaces (one Spark job each)."""
-    for rule in constraints:
-        if df.where(_broken(df, rule)).limit(1).count():
-            raise DbtDatabaseError(rule.message)
 
 
 def _seed_text(value: Any) -> Optional[str]:

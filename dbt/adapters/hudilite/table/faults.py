@@ -9,7 +9,9 @@ its first base file), `before_publish` (files reconciled, nothing published), `a
 its plan and deleted one file), `compaction` (a new index base written, not published),
 `archive` (archived instants written and folded into the archived view, still on the active
 timeline); and `restore` (a restore rolled back its newest commit, the others still there),
-which is not in the crash matrix: a dead restore blocks writes until it is run again.
+which is not in the crash matrix: a dead restore blocks writes until it is run again; and `swap`
+(a rebuild with a new layout committed beside its table, the old table moved aside, the new one
+not yet in its place: `StorageCatalog.swap_in`), killed by the dbt tests.
 """
 
 from __future__ import annotations
