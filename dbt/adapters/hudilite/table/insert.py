@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
 
 from .commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE
 from .context import REPLACE, TableContext
@@ -21,16 +22,41 @@ from .errors import ConcurrentWriteError
 from .file_sizing import average_record_bytes, plan_top_ups
 from .index import IndexChange
 from .instant import COMMIT, REPLACE_COMMIT
+from .schema import IS_DELETED, quote
 from .writer import run_write_job
 
 PARTITIONS, TABLE = "partitions", "table"  # what an overwrite replaces
+_NEWEST = "_hudilite_newest"
 
 
 class TopUpConflict(ConcurrentWriteError):
     """An insert that topped up small files conflicted with a concurrent commit."""
 
 
+def keyed_rows(ctx: TableContext, df: DataFrame) -> DataFrame:
+    """The rows a write of new file groups stores on a keyed table, by the rules an upsert
+    applies to its batch, so that a rebuild stores what incremental runs of the same rows
+    would: with a precombine field, one row per record key, the one with the largest value
+    (a null loses), as `upsert.one_row_per_key` picks; then rows flagged `_hoodie_is_deleted`
+    are deletes, which a write of new rows leaves out, and the flag is never stored. Without
+    a precombine field a key held twice stays an error (`TableContext.check_new_keys`)."""
+    if ctx.config.auto_keys:
+        return df  # no key to delete by: the column, if any, is data
+    actual = {c.lower(): c for c in df.columns}
+    precombine = (ctx.config.precombine_field or "").lower()
+    keys = [actual.get(k.lower()) for k in ctx.config.record_key_fields]
+    if precombine in actual and all(keys):
+        newest = F.row_number().over(Window.partitionBy(*[F.col(quote(k)) for k in keys])
+                                     .orderBy(F.col(quote(actual[precombine])).desc_nulls_last()))
+        df = df.withColumn(_NEWEST, newest).where(F.col(_NEWEST) == 1).drop(_NEWEST)
+    flag = actual.get(IS_DELETED.lower())
+    if flag:
+        df = df.where(~F.coalesce(F.col(quote(flag)).cast("boolean"), F.lit(False))).drop(flag)
+    return df
+
+
 def insert(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
+    df = keyed_rows(ctx, df)
     try:
         return write_file_groups(ctx, df, COMMIT, INSERT, mode, replace=None, top_up=True)
     except TopUpConflict:
@@ -41,11 +67,11 @@ def insert(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
 
 
 def insert_overwrite(ctx: TableContext, df: DataFrame, mode: str) -> Optional[str]:
-    return write_file_groups(ctx, df, REPLACE_COMMIT, INSERT_OVERWRITE, mode, replace=PARTITIONS)
+    return write_file_groups(ctx, keyed_rows(ctx, df), REPLACE_COMMIT, INSERT_OVERWRITE, mode, replace=PARTITIONS)
 
 
 def insert_overwrite_table(ctx: TableContext, df: DataFrame) -> str:
-    return write_file_groups(ctx, df, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, REPLACE, replace=TABLE)
+    return write_file_groups(ctx, keyed_rows(ctx, df), REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, REPLACE, replace=TABLE)
 
 
 def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: str, mode: str,
