@@ -37,7 +37,7 @@ from .layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
 from .reader import literal_path
 from .schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from .storage import Storage
-from .writer import run_task_job, settled
+from .writer import bounded_batches, run_task_job, settled
 
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024
@@ -327,7 +327,7 @@ def _lookup_task(base_path: str, plan: "LookupPlan", live: Dict[str, str],
         found = plan.latest_entries(storage, shard, keys.to_pylist())
         file_ids, partitions = live_holders(found, found.column("key"), live)
         held = pa.table([found.column("key"), partitions, file_ids], schema=_LOCATION).filter(pc.is_valid(file_ids))
-        yield from held.to_batches()
+        yield from bounded_batches(held)
 
 
 def entries_of(rows: DataFrame) -> DataFrame:

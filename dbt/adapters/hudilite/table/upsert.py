@@ -55,7 +55,7 @@ from .rows import ROW_INDEX, SLICE, insert_layout
 from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
 from .update import keys_rejected_by
-from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, by_rewrite_task,
+from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, bounded_batches, by_rewrite_task,
                      fail_if_injected, grouped_by_file_group, run_task_job, run_write_job, shuffle_partitions,
                      task_context, write_slices, write_stat, write_task)
 
@@ -111,7 +111,7 @@ def read_staged_task(base_path: str, paths: List[str], batches: Iterator[pa.Reco
     """Executor side: the rows of the staged files whose positions in `paths` arrive."""
     mine = [paths[i] for batch in batches for i in batch.column(0).to_pylist()]
     if mine:
-        yield from read_staged(Storage(base_path), mine).to_batches(ARROW_BATCH_ROWS)
+        yield from bounded_batches(read_staged(Storage(base_path), mine))  # back to the JVM: bytes bounded
 
 
 def read_staged(storage: Storage, paths: List[str]) -> pa.Table:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,10 @@ STATS_DDL = (
 # they cost a fraction of a byte each (dictionary encoding costs several).
 DELTA_ENCODED = (RECORD_KEY, COMMIT_SEQNO)
 ARROW_BATCH_ROWS = 100_000
+# An Arrow batch crossing between Python and the JVM is one direct-memory buffer there (capped
+# at the JVM's heap size, 1 GiB by default): rows of a few KB make 100k rows too many, and the
+# JVM dies. Batches are cut by bytes as well as rows.
+ARROW_BATCH_BYTES = 64 << 20
 T = TypeVar("T")
 
 
@@ -559,6 +564,21 @@ def arrow_schema_of(ddl: str) -> pa.Schema:
     return pa.schema([pa.field(name, types[kind]) for name, kind in fields])
 
 
+def bounded_batches(rows: pa.Table, max_rows: int = ARROW_BATCH_ROWS,
+                    max_bytes: int = ARROW_BATCH_BYTES) -> Iterator[pa.RecordBatch]:
+    """`rows` in batches of at most `max_rows` rows and `max_bytes` bytes (halved until they
+    fit, so a few wide rows among narrow ones cut only their own batch); a row wider than
+    `max_bytes` goes alone."""
+    pending = list(reversed(rows.to_batches(max_rows)))
+    while pending:
+        batch = pending.pop()
+        if batch.num_rows > 1 and batch.nbytes > max_bytes:
+            half = batch.num_rows // 2
+            pending += [batch.slice(half), batch.slice(0, half)]
+        else:
+            yield batch
+
+
 def run_write_job(df, spec: WriteSpec, task=write_task) -> List[WriteStat]:
     """Run the write as one Spark job and return the successful task attempts' write stats."""
     return [write_stat(r) for r in run_task_job(df, functools.partial(task, spec), STATS_DDL)]
@@ -568,10 +588,12 @@ def run_task_job(df, task, ddl: str, as_arrow: bool = False):
     """The rows the successful attempts of `task` (over `df`'s partitions, in Arrow) return:
     dicts, or one Arrow table."""
     spark = df.sparkSession
-    # Larger Arrow batches halve the transfer cost (10k rows is Spark's default). Set, not
-    # restored: writes may run on several threads of one session.
+    # Larger Arrow batches halve the transfer cost (10k rows is Spark's default), bounded by
+    # bytes too (see ARROW_BATCH_BYTES). Set, not restored: writes may run on several threads.
     if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
+    if _byte_size(spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch", None)) > ARROW_BATCH_BYTES:
+        spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
     out = df.mapInArrow(task, ddl)
 
     def run():
@@ -581,6 +603,14 @@ def run_task_job(df, task, ddl: str, as_arrow: bool = False):
         return pa.Table.from_pylist(rows, schema=arrow_schema_of(ddl)) if as_arrow else rows
 
     return settled(spark, run)
+
+
+def _byte_size(text: Optional[str]) -> float:
+    """A Spark byte size ('268435456', '256m', '1g'); unset or unreadable: unbounded."""
+    found = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", (text or "").lower())
+    if not found:
+        return float("inf")
+    return int(found.group(1)) * 1024 ** "_kmgt".index(found.group(2) or "_")
 
 
 SETTLE_TIMEOUT_S = 60.0
