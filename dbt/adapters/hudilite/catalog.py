@@ -138,40 +138,50 @@ class StorageCatalog:
         """Put the committed table at `rebuild_path` in the place of `schema.name`: the old
         table moves aside, the new one moves in, the old one is deleted. Two renames, under the
         old table's lock so that no commit of it is half published; a process killed between
-        them leaves the new table where `_finish_swap` completes the move on the next look."""
-        target, replaced = self.folder(schema, name), posixpath.join(self.folder(schema), REPLACED_DIR, name)
+        them leaves the old table aside and the new one staged, which `_finish_swap` moves in
+        on the next look at the name."""
+        staged = posixpath.join(self.root, self._rebuild_folder(schema, name))
+        if not _committed(self.spark, staged):
+            raise ConfigurationError(f"{schema}.{name}: its rebuild is gone (another rebuild of it started meanwhile); "
+                                     "the table is as it was")
+        replaced = self._replaced_folder(schema, name)
         with self._lock:
             self._drop_entry(schema, name)
             self.storage.delete_dir(replaced)
-            if HudiTable.exists(self.table_path(schema, name)):
-                self.storage.make_dirs(posixpath.dirname(replaced))
-                with TableLock(Storage(self.table_path(schema, name))):
-                    self.storage.filesystem.move(self.storage.full_path(target), self.storage.full_path(replaced))
+            self.storage.make_dirs(posixpath.dirname(replaced))
+            with TableLock(Storage(self.table_path(schema, name))):
+                self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
+                                             self.storage.full_path(replaced))
             faults.reach("swap")
             self._finish_swap(schema, name)
         return self.open(schema, name)
 
+    def _replaced_folder(self, schema: str, name: str) -> str:
+        return posixpath.join(self.folder(schema), REPLACED_DIR, folder_name(name, "name"))
+
     def _finish_swap(self, schema: str, name: str) -> bool:
-        """Move a committed rebuild into `schema.name` when nothing holds that place (a swap cut
-        short between its two renames); True when it did. A rebuild without a commit is not a
-        table yet: it stays where it is until the next rebuild empties it."""
+        """Finish a swap cut short between its renames (the old table moved aside, nothing in
+        its place, the new one committed and staged); True when the name holds a table after.
+        Never deletes what holds the name: a rename onto a folder fails, so of two processes
+        finishing the same swap one moves the table in and the other finds it gone."""
         try:
-            staged = self._rebuild_folder(schema, name)
+            staged, replaced = self._rebuild_folder(schema, name), self._replaced_folder(schema, name)
         except ConfigurationError:
             return False
-        if not self.storage.exists(posixpath.join(staged, ".hoodie")):
-            return False
-        if HudiTable.open(self.spark, posixpath.join(self.root, staged)).context.timeline.latest_completed() is None:
-            return False
         target = self.folder(schema, name)
-        self.storage.delete_dir(target)  # nothing of a table: it was moved aside
+        if not self.storage.exists(replaced) or self.storage.exists(target):
+            return False
+        if not _committed(self.spark, posixpath.join(self.root, staged)):
+            return False
         self.storage.make_dirs(self.folder(schema))
         try:
             self.storage.filesystem.move(self.storage.full_path(staged), self.storage.full_path(target))
-        except FileNotFoundError:  # another process finished the same swap
+        except OSError:  # another process finished the same swap
             pass
-        self.storage.delete_dir(posixpath.join(self.folder(schema), REPLACED_DIR, name))
-        return HudiTable.exists(self.table_path(schema, name))
+        if not HudiTable.exists(self.table_path(schema, name)):
+            return False
+        self.storage.delete_dir(replaced)
+        return True
 
     # ---- the Spark catalog ------------------------------------------------------------------
     def resolve(self, names: Iterable[Sequence[str]]) -> None:
@@ -301,8 +311,9 @@ class StorageCatalog:
         folder = self.folder(schema, name)
         with self._lock:
             self._drop_entry(schema, name)
+        self.discard_rebuild(schema, name)  # first: a committed rebuild must not take the dropped table's place
+        self.storage.delete_dir(self._replaced_folder(schema, name))
         self.storage.delete_dir(folder)
-        self.discard_rebuild(schema, name)  # else a committed rebuild left by a killed swap would take its place
         self.set_docs(schema, name, None, {})
 
     def drop_view(self, schema: str, name: str) -> None:
@@ -314,6 +325,7 @@ class StorageCatalog:
     def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
         with self._lock:
             self._drop_entry(schema, name)
+        self.discard_rebuild(schema, name)  # a rebuild of the old name is not the renamed table's
         self.storage.make_dirs(self.folder(new_schema))
         self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
                                      self.storage.full_path(self.folder(new_schema, new_name)))
@@ -396,6 +408,14 @@ class StorageCatalog:
         if table is None:
             raise ConfigurationError(f"{schema}.{name} is not a hudilite table under {self.root}")
         return table
+
+
+def _committed(spark: SparkSession, path: str) -> bool:
+    """A Hudi table with a completed instant is at `path`."""
+    try:
+        return HudiTable.exists(path) and HudiTable.open(spark, path).context.timeline.latest_completed() is not None
+    except Exception:  # noqa: BLE001 - a half-created table is none
+        return False
 
 
 def _table_state(table: HudiTable) -> tuple:

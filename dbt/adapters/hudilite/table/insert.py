@@ -26,7 +26,7 @@ from .schema import IS_DELETED, quote
 from .writer import run_write_job
 
 PARTITIONS, TABLE = "partitions", "table"  # what an overwrite replaces
-_NEWEST = "_hudilite_newest"
+_NEWEST, _ARRIVAL = "_hudilite_newest", "_hudilite_arrival"
 
 
 class TopUpConflict(ConcurrentWriteError):
@@ -46,9 +46,12 @@ def keyed_rows(ctx: TableContext, df: DataFrame) -> DataFrame:
     precombine = (ctx.config.precombine_field or "").lower()
     keys = [actual.get(k.lower()) for k in ctx.config.record_key_fields]
     if precombine in actual and all(keys):
+        # Equal values: the row that came last wins, as upsert's stable sort keeps it.
+        arrival = F.monotonically_increasing_id()
         newest = F.row_number().over(Window.partitionBy(*[F.col(quote(k)) for k in keys])
-                                     .orderBy(F.col(quote(actual[precombine])).desc_nulls_last()))
-        df = df.withColumn(_NEWEST, newest).where(F.col(_NEWEST) == 1).drop(_NEWEST)
+                                     .orderBy(F.col(quote(actual[precombine])).desc_nulls_last(), F.col(_ARRIVAL).desc()))
+        df = (df.withColumn(_ARRIVAL, arrival).withColumn(_NEWEST, newest).where(F.col(_NEWEST) == 1)
+              .drop(_NEWEST, _ARRIVAL))
     flag = actual.get(IS_DELETED.lower())
     if flag:
         df = df.where(~F.coalesce(F.col(quote(flag)).cast("boolean"), F.lit(False))).drop(flag)
