@@ -324,3 +324,20 @@ def test_task_made_paths_are_for_plain_strings_integers_and_dates():
     except TypeError:  # PySpark 3.5 has no collations
         collated = None
     assert collated is None or not formats_in_task([collated])
+
+
+def test_batches_back_to_the_jvm_are_bounded_by_bytes_as_well_as_rows():
+    from dbt.adapters.hudilite.table.writer import _byte_size, bounded_batches
+
+    narrow = pa.table({"v": pa.array(["x"] * 1000)})
+    assert [b.num_rows for b in bounded_batches(narrow, max_rows=300, max_bytes=1 << 20)] == [300, 300, 300, 100]
+    # three wide rows among narrow ones: only their batch is cut, a row wider than the bound goes alone
+    values = ["n"] * 40 + ["w" * 5000] * 3 + ["n"] * 40
+    rows = pa.table({"id": pa.array(range(len(values))), "v": pa.array(values)})
+    batches = list(bounded_batches(rows, max_rows=1000, max_bytes=4000))
+    assert pa.Table.from_batches(batches).equals(rows)  # every row, in order
+    assert all(b.nbytes <= 4000 or b.num_rows == 1 for b in batches)
+    assert sum(1 for b in batches if b.num_rows == 1 and b.nbytes > 4000) == 3
+    assert list(bounded_batches(rows.slice(0, 0))) == []
+    assert [_byte_size(t) for t in ("268435456", "256m", "1g", "64MB", None, "lots")] == [
+        268435456, 256 << 20, 1 << 30, 64 << 20, float("inf"), float("inf")]
