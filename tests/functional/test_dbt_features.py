@@ -11,7 +11,7 @@ import pytest
 from dbt.adapters.hudilite.table import HudiTable
 from dbt.tests.adapter.dbt_show.test_dbt_show import BaseShowDoesNotHandleDoubleLimit, BaseShowLimit, BaseShowSqlHeader
 from dbt.tests.adapter.persist_docs import test_persist_docs as persist
-from dbt.tests.adapter.store_test_failures_tests import basic, fixtures
+from dbt.tests.adapter.store_test_failures_tests import basic
 from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import (
     BaseStoreTestFailures,
     BaseStoreTestFailuresLimit,
@@ -22,22 +22,10 @@ from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.functional.test_hudilite_models import HudiliteProject
 
 
-class NamedColumns:
-    """The suite's problematic model unions `select *` of a table with six named columns: a
-    hudilite table's `select *` also holds Hudi's five meta columns (as with Hudi's Spark
-    reader), so it names them."""
+class TestStoreTestFailures(BaseStoreTestFailures):
+    """The suite as written: its problematic model unions `select *` of a table with six named
+    columns, which holds because a hudilite table's `select *` is the model's columns."""
 
-    @pytest.fixture(scope="class")
-    def models(self):
-        columns = "id, first_name, last_name, email, gender, ip_address"
-        problematic = fixtures.models__problematic_model.replace("select *", f"select {columns}")
-        return {"fine_model.sql": fixtures.models__fine_model,
-                "fine_model_but_with_a_no_good_very_long_name.sql":
-                    fixtures.models__file_model_but_with_a_no_good_very_long_name,
-                "problematic_model.sql": problematic}
-
-
-class TestStoreTestFailures(NamedColumns, BaseStoreTestFailures):
     def test_stored_failures_are_hudilite_tables(self, project, spark, clean_up):
         run_dbt(["test", "--store-failures"], expect_pass=False)
         root = project.adapter.config.credentials.location_root
@@ -46,7 +34,7 @@ class TestStoreTestFailures(NamedColumns, BaseStoreTestFailures):
         assert_hudi_rs_agrees(stored)
 
 
-class TestStoreTestFailuresLimit(NamedColumns, BaseStoreTestFailuresLimit):
+class TestStoreTestFailuresLimit(BaseStoreTestFailuresLimit):
     pass
 
 

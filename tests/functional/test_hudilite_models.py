@@ -73,8 +73,9 @@ class TestStrategies(HudiliteProject):
         append = self.table(project, spark, "events_append")
         assert [i.action for i in append.timeline()] == ["commit", "commit"]
         assert self.rows(project, "events_append") == [(1,), (2,), (3,), (3,), (4,), (5,)]
-        keys = [r[0] for r in project.run_sql(
-            f"select _hoodie_record_key from {project.test_schema}.events_append", fetch="all")]
+        keys = [r[0] for r in project.run_sql(  # the meta columns through their macro's view
+            f"select _hoodie_record_key from {project.adapter.hudilite_with_meta(project.adapter.Relation.create(schema=project.test_schema, identifier='events_append'))}",
+            fetch="all")]
         assert len(set(keys)) == 6 and all(k.count("_") == 2 for k in keys)  # RFC-76 auto keys
         assert append.config.record_key_fields == []
 

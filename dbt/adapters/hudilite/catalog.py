@@ -2,7 +2,8 @@
 
 A table at `<location_root>/<schema>/<name>` is registered in the Spark session's catalog as
 `<schema>.<name>`: an external parquet table whose path is a glob naming exactly the base
-files of its latest snapshot, with the table schema given. Plain SQL, `ref()` and
+files of its latest snapshot, with the table's data schema given (no meta columns: those are
+in `meta_view`). Plain SQL, `ref()` and
 `describe` see it like any table, and Spark's native scan reads it. Views are kept beside
 the tables as their SQL text.
 
@@ -279,7 +280,10 @@ class StorageCatalog:
         state = _table_state(table)  # read first: a commit landing meanwhile makes the next look register again
         files = [f.path for f in table.latest_base_files()]
         path = snapshot_glob(self.table_path(schema, name), files) if files else table.empty_location()
-        spark_schema = table.schema(with_meta=True)
+        # The model's columns only: `select *` is what the model selected, as dbt users expect.
+        # Parquet's reader takes the columns named, so the meta columns are not even read;
+        # `meta_view` has them.
+        spark_schema = table.schema() or table.schema(with_meta=True)
         with self._lock:
             self.spark.sql(f"create namespace if not exists {quote(schema)}")
             self._drop_entry(schema, name)
@@ -386,6 +390,12 @@ class StorageCatalog:
         view = re.sub(r"[^A-Za-z0-9_]", "_", f"{prefix}_{schema}_{name}_{digest}")
         df.createOrReplaceTempView(view)
         return view
+
+    def meta_view(self, schema: str, name: str) -> str:
+        """A temporary view of the latest snapshot with Hudi's meta columns first."""
+        table = self._require(schema, name)
+        latest = table.context.timeline.latest_completed()
+        return self._temp_view("hudilite_meta", schema, name, latest.timestamp if latest else "", table.read())
 
     def as_of_view(self, schema: str, name: str, as_of: str) -> str:
         table = self._require(schema, name)

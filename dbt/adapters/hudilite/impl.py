@@ -353,6 +353,12 @@ class HudiliteAdapter(SparkAdapter):
 
     # ---- reads in SQL -----------------------------------------------------------------------
     @available
+    def hudilite_with_meta(self, relation: BaseRelation) -> str:
+        """The name of a temporary view of `relation`'s latest snapshot with Hudi's five meta
+        columns (`_hoodie_commit_time`, ...) first: the relation itself has the model's only."""
+        return self._read_view(lambda c: c.meta_view(relation.schema, relation.identifier), relation)
+
+    @available
     def hudilite_as_of(self, relation: BaseRelation, as_of: Union[str, dt.datetime]) -> str:
         """The name of a temporary view holding the snapshot of `relation` as of an instant."""
         return self._read_view(lambda c: c.as_of_view(relation.schema, relation.identifier, str(as_of)), relation)

@@ -1,8 +1,17 @@
-{#- Time travel and incremental reads, usable in `from`:
+{#- Hudi's meta columns, time travel and incremental reads, usable in `from`:
+      select _hoodie_commit_time, * from {{ hudilite_with_meta(ref('orders')) }}
       select * from {{ hudilite_as_of(ref('orders'), '20261122093000123') }}
       select * from {{ hudilite_changes(ref('orders'), '20261122093000123') }}
       select * from {{ hudilite_changes(ref('orders')) }}  -- since this model's last build
-    Both resolve to a temporary view at run time; while dbt only parses, to the relation. -#}
+    Each resolves to a temporary view at run time (with the meta columns first); while dbt only
+    parses, to the relation. `ref('orders')` itself has the model's columns only. -#}
+{% macro hudilite_with_meta(relation) %}
+  {%- if execute -%}
+    {{- return(adapter.hudilite_with_meta(relation)) -}}
+  {%- endif -%}
+  {{- return(relation) -}}
+{% endmacro %}
+
 {% macro hudilite_as_of(relation, as_of) %}
   {%- if execute -%}
     {{- return(adapter.hudilite_as_of(relation, as_of)) -}}
