@@ -110,6 +110,17 @@ def test_schema_change_append_and_sync():
     assert sync.columns == [("id", None), ("a", None), ("c", None)] and sync.drop_missing_columns
 
 
+def test_a_retyped_column_is_cast_to_the_tables_type_unless_the_table_syncs_to_the_model():
+    table = [("id", "bigint"), ("n", "int"), ("d", "date"), ("s", "string")]
+    model = [("id", "bigint"), ("n", "bigint"), ("d", "timestamp"), ("s", "int")]
+    for mode in ("ignore", "append_new_columns"):  # numbers to numbers, dates and timestamps; not int to string
+        plan = m.plan_schema_change(config(on_schema_change=mode), table, model)
+        assert plan.casts == {"n": ("bigint", "int"), "d": ("timestamp", "date")}
+    assert m.plan_schema_change(config(on_schema_change="sync_all_columns"), table, model).casts == {}
+    assert m.store_assignable("decimal(12,2)", "decimal(10,2)") and not m.store_assignable("string", "int")
+    assert not m.store_assignable("int", "int")
+
+
 def test_layout_change():
     assert not m.table_layout_changed(config(partition_by=["Day"]), ["day"], [])
     assert m.table_layout_changed(config(partition_by=["day"], strategy="merge", unique_key=["id"]), ["day"], [])

@@ -47,6 +47,26 @@ def test_compatibility():
         check_compatible(table, T.StructType([T.StructField("a", T.LongType())]), "t")
 
 
+def test_a_column_widens_only_where_its_stored_files_read_as_the_new_type():
+    from dbt.adapters.hudilite.table.schema import promotes
+
+    widen = [(T.IntegerType(), T.LongType()), (T.ByteType(), T.IntegerType()), (T.FloatType(), T.DoubleType()),
+             (T.IntegerType(), T.DoubleType()), (T.DecimalType(10, 2), T.DecimalType(12, 2)),
+             (T.DecimalType(10, 2), T.DecimalType(12, 4))]
+    refuse = [(T.LongType(), T.IntegerType()), (T.DateType(), T.TimestampType()), (T.LongType(), T.DoubleType()),
+              (T.DecimalType(10, 2), T.DecimalType(10, 4)), (T.DecimalType(12, 2), T.DecimalType(10, 2)),
+              (T.IntegerType(), T.StringType()), (T.LongType(), T.LongType())]
+    assert all(promotes(a, b) for a, b in widen) and not any(promotes(a, b) for a, b in refuse)
+    table = T.StructType([T.StructField("i", T.IntegerType()), T.StructField("d", T.DateType())])
+    wider = T.StructType([T.StructField("i", T.LongType()), T.StructField("d", T.DateType())])
+    assert check_compatible(table, wider, "t", drop_missing=True) == wider  # sync_all_columns widens
+    with pytest.raises(SchemaError, match="column 'i' is int in the table but bigint.*sync_all_columns"):
+        check_compatible(table, wider, "t")  # other modes keep the table's type
+    with pytest.raises(SchemaError, match="column 'd' is date in the table but timestamp.*--full-refresh"):
+        check_compatible(table, T.StructType([T.StructField("i", T.IntegerType()), T.StructField("d", T.TimestampType())]),
+                         "t", drop_missing=True)
+
+
 def test_avro_schemas_read_back_as_the_spark_schema_they_came_from():
     from dbt.adapters.hudilite.table.schema import from_avro
 

@@ -269,7 +269,7 @@ class HudiliteAdapter(SparkAdapter):
                 raise _dbt_error(config, err) from None
         table.checkpoints = self._checkpoints.pop((schema, name), {})
         try:
-            instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df, constraints))
+            instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df, constraints, config.name))
         except Exception as err:
             if beside:
                 catalog.discard_rebuild(schema, name)
@@ -299,7 +299,8 @@ class HudiliteAdapter(SparkAdapter):
         }
 
     @staticmethod
-    def _carry_out(plan: m.BuildPlan, table: HudiTable, df, constraints: Sequence[m.RowConstraint] = ()) -> str:
+    def _carry_out(plan: m.BuildPlan, table: HudiTable, df, constraints: Sequence[m.RowConstraint] = (),
+                   model: str = "?") -> str:
         """The plan's write, its rows checked against `constraints` as they are written;
         returns its instant."""
         table.file_sizing = plan.file_sizing
@@ -308,7 +309,7 @@ class HudiliteAdapter(SparkAdapter):
             return table.upsert(df) if plan.record_key else table.insert(df)
         if plan.operation == m.OVERWRITE_TABLE:
             return table.insert_overwrite_table(_enforce(df, constraints))
-        df = _enforce(_shape(df, plan.schema), constraints)  # on the columns that are written
+        df = _enforce(_shape(df, plan.schema, model), constraints)  # on the columns that are written
         drop_missing = plan.schema.drop_missing_columns
         if plan.operation == m.UPSERT:
             return table.upsert(df, plan.update_columns, plan.predicates, drop_missing_columns=drop_missing,
@@ -437,18 +438,43 @@ def _catalog_stats(table: HudiTable) -> Dict[str, Any]:
     return out
 
 
-def _shape(df, plan: m.SchemaPlan):
+def _shape(df, plan: m.SchemaPlan, model: str):
     from pyspark.sql import functions as F
 
     actual = {c.lower(): c for c in df.columns}
     flag = [F.col(quote(actual[m.DELETE_FLAG]))] if m.DELETE_FLAG in actual else []  # merge deletes ride along
-    return df.select(
-        *[
-            F.col(quote(actual[name.lower()])).alias(name) if null_type is None else F.lit(None).cast(null_type).alias(name)
-            for name, null_type in plan.columns
-        ],
-        *flag,
-    )
+
+    def column(name: str, null_type: Optional[str]):
+        if null_type is not None:
+            return F.lit(None).cast(null_type).alias(name)
+        if name in plan.casts:
+            return _stored_as(F.col(quote(actual[name.lower()])), name, *plan.casts[name], model).alias(name)
+        return F.col(quote(actual[name.lower()])).alias(name)
+
+    return df.select(*[column(name, null_type) for name, null_type in plan.columns], *flag)
+
+
+_INTEGRAL_RANGES = {"tinyint": 7, "smallint": 15, "int": 31, "bigint": 63}  # bits below the sign
+_FLOAT_MAX = 3.4028234663852886e38
+
+
+def _stored_as(value, name: str, model_type: str, table_type: str, model: str):
+    """`value` cast to the table's type, as Spark's ANSI store assignment writes it: a value
+    that does not fit fails the build, naming the column (Spark's legacy cast, which dbt-spark
+    sessions use, would wrap an integer or store a null instead)."""
+    from pyspark.sql import functions as F
+
+    stored = value.cast(table_type)
+    misfit = value.isNotNull() & stored.isNull()  # a decimal too large
+    if table_type in _INTEGRAL_RANGES:
+        bits = _INTEGRAL_RANGES[table_type]
+        misfit = misfit | (value < -(2 ** bits)) | (value > 2 ** bits - 1)
+    elif table_type == "float":
+        misfit = misfit | (F.abs(value) > _FLOAT_MAX)
+    message = (f"model '{model}': column '{name}' holds a value that does not fit the table's type {table_type} "
+               f"(the model's is {model_type}): widen the column with on_schema_change='sync_all_columns', or "
+               "rebuild with --full-refresh")
+    return F.when(F.coalesce(misfit, F.lit(False)), F.raise_error(F.lit(message))).otherwise(stored)
 
 
 def _broken(df, rule: m.RowConstraint):

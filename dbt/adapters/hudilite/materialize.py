@@ -249,7 +249,23 @@ class SchemaPlan:
     """How to shape the model's rows before an incremental write."""
 
     columns: List[Tuple[str, Optional[str]]]  # (name, None: take the model's column | type: null of it)
-    drop_missing_columns: bool = False
+    drop_missing_columns: bool = False  # and widen the table's types to the model's (sync_all_columns)
+    casts: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # column: (model's type, table's) to store as
+
+
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+_NUMERIC_PREFIXES = _INTEGRAL + ("float", "double", "decimal")
+
+
+def store_assignable(model_type: str, table_type: str) -> bool:
+    """A model's column of `model_type` may be written to a table column of `table_type` by a
+    cast, as Spark's ANSI store assignment writes it (to Delta, say): numbers to numbers,
+    dates and timestamps to each other. A value that does not fit fails the build."""
+    def kind(spark_type: str) -> str:
+        if spark_type.startswith(_NUMERIC_PREFIXES):
+            return "number"
+        return "datetime" if spark_type in ("date", "timestamp", "timestamp_ntz") else spark_type
+    return model_type != table_type and kind(model_type) == kind(table_type) in ("number", "datetime")
 
 
 def plan_schema_change(config: ModelConfig, table: List[Tuple[str, str]], model: List[Tuple[str, str]]) -> SchemaPlan:
@@ -271,16 +287,21 @@ def plan_schema_change(config: ModelConfig, table: List[Tuple[str, str]], model:
             "the source and target schemas of this incremental model are out of sync ("
             + "; ".join(d for d in details if d) + "); set on_schema_change or run with --full-refresh"
         )
+    # ignore and append_new_columns keep the table's types: a retyped column is cast to them.
+    casts = {n: (model_types[n.lower()][1], t) for n, t in table
+             if n.lower() in model_types and store_assignable(model_types[n.lower()][1], t)}
     if mode == "ignore":
         if removed:
             raise config.fail(
                 f"the model no longer produces column(s) {', '.join(removed)} of the table; with "
                 "on_schema_change='ignore' that fails: set on_schema_change or run with --full-refresh"
             )
-        return SchemaPlan(columns=[(n, None) for n, _ in table])
+        return SchemaPlan(columns=[(n, None) for n, _ in table], casts=casts)
     if mode == "append_new_columns":
-        return SchemaPlan(columns=[(n, None if n.lower() in model_types else t) for n, t in table] + [(n, None) for n in added])
-    # sync_all_columns: the model's columns become the table's.
+        return SchemaPlan(columns=[(n, None if n.lower() in model_types else t) for n, t in table] + [(n, None) for n in added],
+                          casts=casts)
+    # sync_all_columns: the model's columns become the table's, widened types included (the core
+    # refuses a change its readers could not read the stored files with).
     return SchemaPlan(columns=[(n, None) for n, _ in model], drop_missing_columns=True)
 
 
@@ -342,6 +363,12 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
             else:
                 what = (f"partition_by/record key ({config.partition_by}/{record_key(config)}) differ from the table's "
                         f"({table.partition_fields}/{table.record_key_fields})")
+                if record_key(config) and [k.lower() for k in record_key(config)] != [
+                        k.lower() for k in table.record_key_fields]:  # a merge matches stored rows by the record key
+                    stored = (f"record key {table.record_key_fields}" if table.record_key_fields
+                              else "auto-generated record keys (it was built without unique_key)")
+                    what += (f": its rows have {stored}, so a merge by {record_key(config)} could not find them and "
+                             "would duplicate every row it meant to update")
             raise config.fail(f"{what}; fixed when the table is created: run with --full-refresh to rebuild it")
         recreate = True
     operation = choose_operation(config, table is not None and not recreate, full_refresh)

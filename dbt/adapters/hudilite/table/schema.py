@@ -54,8 +54,10 @@ def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, tab
     """The schema after writing `batch_schema` into a table of `table_schema`.
 
     Columns are matched by name (case-insensitively, as Spark does). A batch may add new
-    columns (they are appended) and, with `drop_missing`, leave columns out (they leave the
-    schema); it may not change a column's type beyond a lossless widening."""
+    columns (they are appended) and carry a narrower type than a column's (cast losslessly to
+    it). With `drop_missing` (the batch's schema becomes the table's) it may leave columns out
+    (they leave the schema) and widen a column's type (`promotes`); any other type change is
+    refused."""
     batch = {f.name.lower(): f for f in batch_schema.fields}
     kept = []
     for f in table_schema.fields:
@@ -64,23 +66,36 @@ def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, tab
             if drop_missing:
                 continue
             raise SchemaError(f"table {table}: the new rows lack column '{f.name}' ({f.dataType.simpleString()})")
+        if drop_missing and promotes(f.dataType, got.dataType):
+            kept.append(T.StructField(f.name, got.dataType, True, f.metadata))
+            continue
         kept.append(f)
-        if got.dataType != f.dataType and not _widens(f.dataType, got.dataType):
+        if got.dataType != f.dataType and not promotes(got.dataType, f.dataType):  # a narrower batch: cast up
             raise SchemaError(
                 f"table {table}: column '{f.name}' is {f.dataType.simpleString()} in the table "
-                f"but {got.dataType.simpleString()} in the new rows"
+                f"but {got.dataType.simpleString()} in the new rows; "
+                + ("" if drop_missing else "widening a column takes on_schema_change='sync_all_columns'; ")
+                + "a type its stored files cannot be read as takes a rebuild (--full-refresh)"
             )
     known = {f.name.lower() for f in table_schema.fields}
     added = [f for f in batch_schema.fields if f.name.lower() not in known]
     return T.StructType(kept + [T.StructField(f.name, f.dataType, True) for f in added])
 
 
-def _widens(table_type: T.DataType, batch_type: T.DataType) -> bool:
-    """Types the batch may carry for a table column: casts that lose nothing."""
-    order = [T.ByteType(), T.ShortType(), T.IntegerType(), T.LongType()]
-    if table_type in order and batch_type in order:
-        return order.index(batch_type) <= order.index(table_type)
-    return isinstance(table_type, T.DoubleType) and isinstance(batch_type, (T.FloatType, T.IntegerType))
+def promotes(table_type: T.DataType, new_type: T.DataType) -> bool:
+    """A column of `table_type` may become `new_type`: every stored value reads as the same
+    value of the new type, by Spark's parquet reader (measured on pyspark 4.3) and within
+    Hudi's schema evolution. Not date to timestamp: Spark's reader refuses a date column read
+    as a timestamp, so the stored files would become unreadable."""
+    ints = [T.ByteType(), T.ShortType(), T.IntegerType(), T.LongType()]
+    if table_type in ints and new_type in ints:
+        return ints.index(new_type) > ints.index(table_type)
+    if isinstance(new_type, T.DoubleType):
+        return isinstance(table_type, (T.FloatType, T.ByteType, T.ShortType, T.IntegerType))
+    if isinstance(table_type, T.DecimalType) and isinstance(new_type, T.DecimalType):
+        return (new_type != table_type and new_type.scale >= table_type.scale
+                and new_type.precision - new_type.scale >= table_type.precision - table_type.scale)
+    return False
 
 
 def _avro_name(name: str) -> str:
@@ -107,7 +122,8 @@ def _check_avro_names(dtype: T.DataType, table: str, path: str) -> None:
             if not _AVRO_FIELD_NAME.match(f.name):
                 raise SchemaError(f"table {table}: column '{column}' cannot be named in Avro, which Hudi's Java readers "
                                   "parse the table schema with (letters, digits and '_', not starting with a digit): "
-                                  "rename it with an alias")
+                                  "rename it (a model: with an alias in its SQL; a seed: rename its CSV header, as "
+                                  "column_types and quoting keep the header's name)")
             _check_avro_names(f.dataType, table, column)
     elif isinstance(dtype, T.ArrayType):
         _check_avro_names(dtype.elementType, table, path + "[]")
