@@ -337,3 +337,46 @@ def test_the_file_versions_policy_lets_archival_go_on_and_leaves_no_file_behind(
     assert rows(table) == [(1, "v8", "us"), (2, "e2", "eu")]
     assert table.validate() == []
     assert_hudi_rs_agrees(table)
+
+
+def test_a_restore_still_running_when_a_write_begins_is_not_counted_as_seen(spark, tmp_path, monkeypatch):
+    """The interleaving: a write passes check_writable; a restore starts and rolls back a
+    commit; the write claims its instant while the restore is in flight, and would publish once
+    the restore completed, over an index the restore rebuilt under it. Only restores completed
+    when a write began count as seen."""
+    import threading
+
+    from dbt.adapters.hudilite.table.commit import CommitMetadata
+    from dbt.adapters.hudilite.table.instant import COMMIT
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
+    first = table.upsert(customers(spark, [(1, "a", "us")]))
+    table.upsert(customers(spark, [(1, "b", "us")]))
+    write = table.context.transaction(COMMIT)  # checked writable: no restore yet
+    rolled_back, go_on = threading.Event(), threading.Event()
+
+    def reach(phase):
+        if phase == "restore":  # a commit rolled back, the restore instant in flight
+            rolled_back.set()
+            assert go_on.wait(120)
+
+    monkeypatch.setattr(restore_module.faults, "reach", reach)
+    other = HudiTable.open(spark, table.path)
+    failed = []
+
+    def restore():
+        try:
+            other.restore(first)
+        except Exception as err:  # noqa: BLE001 - reported below
+            failed.append(err)
+
+    restoring = threading.Thread(target=restore)
+    restoring.start()
+    assert rolled_back.wait(120)
+    with pytest.raises(ConcurrentWriteError, match="restored while this write ran"):
+        with write:  # claims now, the restore still running
+            go_on.set()
+            restoring.join(120)
+            assert not failed and [i.timestamp for i in table.timeline() if i.is_completed] == [first]
+            write.commit(CommitMetadata(operation="upsert"))
+    assert rows(table) == [(1, "a", "us")] and table.validate() == []

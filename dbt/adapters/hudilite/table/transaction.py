@@ -180,7 +180,7 @@ class WriteTransaction:
         self.base_schema = base_schema
         self._keys: Dict[Tuple[str, ...], Set[str]] = {}
         self.seen: Set[str] = set()  # instants completed when the write began
-        self.restores_seen: Set[str] = set()  # restores begun before it
+        self.restores_seen: Set[str] = set()  # restores completed before it began
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.instant: Optional[str] = None
@@ -191,7 +191,8 @@ class WriteTransaction:
     def __enter__(self) -> "WriteTransaction":
         rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
         self.seen = {i.timestamp for i in self.timeline.completed()}  # before the claim: nothing slips by
-        self.restores_seen = {i.timestamp for i in self.timeline.service_instants(RESTORE)}
+        # Only restores complete by now: one still running may yet rebuild what this write reads.
+        self.restores_seen = {i.timestamp for i in self.timeline.service_instants(RESTORE) if i.is_completed}
         self.instant = self._claim()
         _active_in_this_process.add(self.instant)
         self._heartbeat = threading.Thread(target=self._beat, name=f"hudilite-heartbeat-{self.instant}", daemon=True)
