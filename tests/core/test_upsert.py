@@ -651,3 +651,44 @@ def test_every_keyed_write_takes_the_newest_row_per_key_and_leaves_flagged_rows_
         plain.insert_overwrite_table(batch.where("id = 1"))
     plain.insert_overwrite_table(batch.where("id = 2 and not _hoodie_is_deleted"))
     assert [r.name for r in plain.read().collect()] == ["bob"]
+
+
+@pytest.mark.parametrize("small_write_bytes", [None, 0], ids=["one-job", "parallel"])
+def test_a_row_that_changes_partition_keeps_the_columns_the_merge_does_not_update(spark, tmp_path, small_write_bytes):
+    """dbt's MERGE updates only merge_update_columns: with the partition column outside them a
+    matched row stays where it is; inside them it moves, its other frozen columns as stored
+    (dbt-spark's `update set` on Delta gives the same rows)."""
+    def accounts(rows):
+        return spark.createDataFrame(rows, "id long, region string, amount long, name string")
+
+    table = HudiTable.create(spark, str(tmp_path / "a"), "a", record_key="id", partition_by="region")
+    if small_write_bytes is not None:
+        table.file_sizing = FileSizing(small_write_bytes=small_write_bytes)
+    table.insert(accounts([(1, "eu", 10, "alice"), (2, "eu", 20, "bob"), (3, "us", 30, "cy")]))
+    incoming = accounts([(1, "us", 11, "ALICE-NEW"), (2, "apac", 21, "BOB-NEW"), (4, "us", 40, "di")])
+
+    table.upsert(incoming, update_columns=["amount"])
+    rows = lambda: sorted((r.id, r.region, r.amount, r.name, r._hoodie_partition_path) for r in table.read().collect())  # noqa: E731
+    assert rows() == [(1, "eu", 11, "alice", "region=eu"), (2, "eu", 21, "bob", "region=eu"),
+                      (3, "us", 30, "cy", "region=us"), (4, "us", 40, "di", "region=us")]
+    table.upsert(incoming.where("id = 1").withColumn("amount", F.lit(12)), update_columns=["amount", "region"])
+    assert rows()[0] == (1, "us", 12, "alice", "region=us")  # moved, its name as stored
+    keys = [r._hoodie_record_key for r in table.read().collect()]
+    assert sorted(keys) == ["1", "2", "3", "4"]
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+
+
+def test_a_delete_changes_no_schema_and_a_cleaned_end_of_a_changes_read_is_named(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    first = table.insert(customers(spark, [(1, "ann", "eu", 1), (2, "bob", "eu", 1), (3, "cy", "us", 1)]))
+    schema = table.schema()
+    with pytest.raises(ConfigurationError, match="delete takes the record key columns \\(id\\); reason is not a column"):
+        table.delete(spark.createDataFrame([(1, "gdpr")], "id long, reason string"))
+    assert table.schema() == schema and len(table.timeline()) == 1
+    table.delete(table.read().where("id = 1"))  # rows as read, meta columns and all
+    assert sorted(r.id for r in table.read().collect()) == [2, 3] and table.schema() == schema
+    table.upsert(customers(spark, [(2, "bobby", "eu", 2)]))
+    table.clean(retain_commits=1)
+    with pytest.raises(Exception, match=f"instant {first} was cleaned; the earliest readable instant is"):
+        table.read_changes(None, first)

@@ -343,7 +343,7 @@ class BuildPlan:
     schema: Optional[SchemaPlan] = None  # incremental writes: how the rows are shaped
     update_columns: Optional[List[str]] = None  # merge: the columns existing rows take; None for all
     key_columns: List[str] = field(default_factory=list)  # delete+insert: the columns matched
-    predicates: List[str] = field(default_factory=list)  # over the stored row, called DEST_ALIAS
+    predicates: List[str] = field(default_factory=list)  # over the stored row (DEST_ALIAS) and the incoming (update.SOURCE_ALIAS)
 
 
 def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optional[TableState],

@@ -357,9 +357,12 @@ class TableContext:
         return df.select(*data, *extra)
 
     def key_column(self, data_schema: T.StructType) -> Column:
-        """The record key of typed rows (`typed`), in the table's key format."""
-        return record_key(resolve_columns(self.config.record_key_fields, data_schema), self.name,
-                          self.field_prefixed_keys())
+        """The record key of typed rows (`typed`), in the table's key format. Values that would
+        make an ambiguous key are refused, but in a table with virtual keys: hudilite only reads
+        those, and its keys are what Hudi made of its rows."""
+        columns = resolve_columns(self.config.record_key_fields, data_schema)
+        return record_key(columns, self.name, self.field_prefixed_keys(), [data_schema[c].dataType for c in columns],
+                          refuse_ambiguous=not self.config.virtual_keys)
 
     def field_prefixed_keys(self) -> bool:
         """Whether keys read `field:value` (see `keygen`), as the declared key generator writes

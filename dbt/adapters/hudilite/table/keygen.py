@@ -3,7 +3,9 @@ partition paths of the common column types (strings, integers, dates) are made b
 tasks instead, from Arrow values (`PartitionFormat`).
 
 - simple key: `str(value)` of one field; complex key: `f1:v1,f2:v2` (`f1:v1` with one field:
-  Hudi's ComplexKeyGenerator prefixes the field name, apart from releases 0.14.1-1.0.2).
+  Hudi's ComplexKeyGenerator prefixes the field name, apart from releases 0.14.1-1.0.2). A
+  complex key's value that would make a key other values make too is refused
+  (`ambiguous_key_value`).
 - auto key (RFC-76): `<instant>_<task partition>_<row>`, the row numbered in the order the
   task writes it. The task sorts its rows by partition (path or columns) and their input
   position (the low 33 bits of `monotonically_increasing_id()`), so the numbering is deterministic when a
@@ -69,10 +71,13 @@ def seqno_array(instant: str, task_partition: int, start: int, count: int) -> pa
     return strings.cast(pa.string())  # the writers' schema; fails loudly past 2 GB in one call
 
 
-def record_key(fields: Sequence[str], table: str, field_prefixed: bool) -> Column:
-    """The record key of user-named key fields; a null key is an error naming the column.
-    `field_prefixed`: `f1:v1[,f2:v2]` as Hudi's complex key generator writes it (always with two
-    or more fields); else one field's bare value."""
+def record_key(fields: Sequence[str], table: str, field_prefixed: bool,
+               types: Optional[Sequence[T.DataType]] = None, refuse_ambiguous: bool = True) -> Column:
+    """The record key of user-named key fields; a null key, or (`refuse_ambiguous`) a value that
+    would make an ambiguous key (`ambiguous_key_value`), is an error naming the column and the
+    value. `field_prefixed`: `f1:v1[,f2:v2]` as Hudi's complex key generator writes it (always
+    with two or more fields); else one field's bare value. `types`: the fields' types, to skip
+    the checks a type's text cannot fail."""
     if len(fields) == 1 and not field_prefixed:
         col = F.col(quote(fields[0]))
         return F.when(
@@ -88,10 +93,55 @@ def record_key(fields: Sequence[str], table: str, field_prefixed: bool) -> Colum
     for name in fields:
         cond = F.col(quote(name)).isNull()
         all_null = cond if all_null is None else (all_null & cond)
+    ambiguous = ambiguous_key_value(fields, table, types) if refuse_ambiguous else F.lit(None)
     return F.when(
         all_null,
         F.raise_error(F.lit(f"table {table}: every record key column ({', '.join(fields)}) is null")),
-    ).otherwise(F.concat_ws(",", *parts))
+    ).when(ambiguous.isNotNull(), F.raise_error(ambiguous)).otherwise(F.concat_ws(",", *parts))
+
+
+# Types whose text holds no ',' and never equals a placeholder: their values need no check.
+_PLAIN_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+               T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType)
+
+
+def ambiguous_key_value(fields: Sequence[str], table: str, types: Optional[Sequence[T.DataType]] = None) -> Column:
+    """Null, or the error naming the first value of a complex key (`f1:v1,...,fn:vn`) that
+    other values make too: two rows would share one record key, the second overwriting the first.
+
+    Hudi's writers and indexes match rows by the whole key string. Field names hold no ',' or
+    ':' (they are Avro names), so a key splits into values only where it holds a label `,fi:`.
+    Other values make the same key exactly when a value vi holds its own label `,fi:` (i > 1)
+    or the next field's `,f(i+1):`: `vi-1` + `,fi:` + `a,fi:b` is also `vi-1,fi:a` + `,fi:` + `b`.
+    Were no value to hold one, each label would be the first of its kind after the one before:
+    one split only. So 'a,b', 'a:b', ',f1:' (f1 never follows a comma) or a label of a field
+    further on stay allowed. (Hudi's `KeyGenUtils.extractRecordKeys`, which bucket indexes and
+    Flink's changelog reads use to get values back, cuts at commas, so it misreads a value
+    holding a comma (older releases) or a comma then a ':' (newer ones); that is no collision.)
+
+    A value equal to a placeholder (`__null__`, `__empty__`) makes the key of a null or '' in
+    its place: refused, apart from `__null__` in a one-field key, whose null is refused."""
+    problems = []
+    for i, name in enumerate(fields):
+        if types is not None and isinstance(types[i], _PLAIN_TEXT):
+            continue
+        value = F.col(quote(name)).cast("string")
+        labels = ([fields[i]] if i > 0 else []) + ([fields[i + 1]] if i + 1 < len(fields) else [])
+        for label in labels:
+            problems.append(F.when(value.contains(f",{label}:"), _ambiguous(table, name, value, (
+                f"whose ',{label}:' reads as the start of {label}'s part of the key "
+                f"'{':<value>,'.join(fields)}:<value>', so other values make the same key"))))
+        for placeholder, meaning in [(NULL_KEY_PART, "a null"), (EMPTY_KEY_PART, "an empty value")]:
+            if placeholder == NULL_KEY_PART and len(fields) == 1:
+                continue  # a one-field key's null is refused: no other row makes `f1:__null__`
+            problems.append(F.when(value == placeholder, _ambiguous(table, name, value, (
+                f"which is how the key writes {meaning}, so a row with {meaning} there makes the same key"))))
+    return F.coalesce(*problems) if problems else F.lit(None).cast("string")
+
+
+def _ambiguous(table: str, name: str, value: Column, why: str) -> Column:
+    return F.concat(F.lit(f"table {table}: record key column '{name}' has the value '"), value,
+                    F.lit(f"', {why}: change the value or the unique_key"))
 
 
 def partition_path(fields: Sequence[str], hive_style: bool, table: str,

@@ -224,10 +224,12 @@ class HudiTable:
                predicate_alias: Optional[str] = None) -> Optional[str]:
         """Insert new keys and replace the rows of existing ones (a commit); rows with a true
         `_hoodie_is_deleted` column are deletes. Only touched file groups are rewritten. With
-        `update_columns`, existing rows change only in those columns. With `predicates` (SQL over
-        the stored row, which they may call `predicate_alias`), a stored row some predicate
-        rejects may not match: it stays as it is, and the batch's row for its key is dropped
-        (a key names one row, so it cannot be inserted beside it)."""
+        `update_columns`, existing rows change only in those columns (a row whose partition
+        columns are not among them stays in its partition). With `predicates` (SQL over the
+        stored row, which they may call `predicate_alias`, and the incoming row, called
+        `update.SOURCE_ALIAS`), a batch row some predicate rejects with its stored row does not
+        match: the stored row stays as it is, and the batch row is dropped (a key names one
+        row, so it cannot be inserted beside it)."""
         return upserts.upsert(self.context, df, UPSERT, None if update_columns is None else list(update_columns),
                               list(predicates), predicate_alias, schema_mode(drop_missing_columns))
 
@@ -253,7 +255,8 @@ class HudiTable:
     def delete_insert(self, df: DataFrame, key_columns: Sequence[str], predicates: Sequence[str] = (),
                       predicate_alias: Optional[str] = None) -> str:
         """dbt's delete+insert in one commit: delete the rows whose `key_columns` values occur in
-        `df` (and that every predicate accepts), then insert all of `df`."""
+        `df` (and that every predicate accepts with such a row of `df` as `update.SOURCE_ALIAS`),
+        then insert all of `df`."""
         return updates.delete_insert(self.context, df, key_columns, predicates, predicate_alias)
 
     def build_index(self, num_shards: Optional[int] = None) -> int:
@@ -292,7 +295,7 @@ class HudiTable:
         final = [t for t in completed if in_flight is None or t < in_flight]
         if end is None:
             return start_instant, max(final[-1], start_instant) if final else start_instant
-        end_instant = timeline.resolve(end)
+        end_instant = self.context.resolve_instant(end)  # a cleaned end is refused, naming the earliest readable
         if in_flight is not None and in_flight < end_instant:
             raise TimelineError(
                 f"table {self.name}: instant {in_flight} is still being written and precedes {end_instant}, so "

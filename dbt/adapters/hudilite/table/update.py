@@ -7,8 +7,9 @@ again and rewritten as new slices of the same fileId (Copy-On-Write). Unmatched 
 their commit time and seqno; updated rows get the instant's.
 
 A condition is a function from the stored rows (a DataFrame, aliased as the caller asks so
-that its predicates resolve: dbt says `DBT_INTERNAL_DEST`) to the same rows with a boolean
-`MATCHED` column.
+that its predicates resolve: dbt says `DBT_INTERNAL_DEST`) to the same rows, or only those it
+matches, with a boolean `MATCHED` column. Predicates of a merge or delete+insert may also name
+the incoming row, `SOURCE_ALIAS`: with it, they are part of the match, as in a MERGE's `on`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from .writer import by_rewrite_task, rewrite_task, run_write_job, write_empty_sl
 
 MATCHED = "_hudilite_matched"
 Marker = Callable[[DataFrame], DataFrame]
+# What predicates call the incoming row (dbt's name). It is one struct column beside the
+# stored row's columns, not a second table: `SOURCE_ALIAS.c` reads its field c, and a column
+# the predicate does not qualify is still the stored row's, as before the incoming row was named.
+SOURCE_ALIAS = "DBT_INTERNAL_SOURCE"
+_INCOMING_KEY = "_hudilite_incoming_key"
 
 
 def where_marker(condition: Optional[str], table: str) -> Marker:
@@ -44,18 +50,27 @@ def where_marker(condition: Optional[str], table: str) -> Marker:
 
 
 def key_marker(keys: DataFrame, key_columns: Sequence[str], predicates: Sequence[str], table: str) -> Marker:
-    """Rows whose key columns equal those of a row of `keys` and satisfy every predicate
-    (delete+insert). Null key values never match, as in SQL."""
+    """Rows whose key columns equal those of a row of `keys` and that satisfy every predicate
+    with such a row as `SOURCE_ALIAS` (delete+insert). Null key values never match, as in SQL."""
     def mark(stored: DataFrame) -> DataFrame:
         actual = {c.lower(): c for c in stored.columns}
         names = [actual[c.lower()] for c in key_columns]
-        probe = keys.select(*[F.col(quote(c)).alias(f"_key{i}") for i, c in enumerate(names)]).distinct()
-        probe = probe.dropna().withColumn(MATCHED, F.lit(True))
+        key_values = [F.col(quote(c)).alias(f"_key{i}") for i, c in enumerate(names)]
+        if predicates:  # each stored row against the incoming rows of its key: matched once, if by any
+            probe = keys.select(*key_values, incoming_row(keys))
+            on = [stored[quote(c)] == probe[f"_key{i}"] for i, c in enumerate(names)]
+            return _analysed(lambda: stored.join(probe, on + [accepted_by(predicates)], "left_semi")
+                             .withColumn(MATCHED, F.lit(True)), table, f"incremental predicates {list(predicates)}")
+        probe = keys.select(*key_values).distinct().dropna().withColumn(MATCHED, F.lit(True))
         joined = stored.join(probe, [stored[quote(c)] == probe[f"_key{i}"] for i, c in enumerate(names)], "left")
-        matched = F.coalesce(F.col(MATCHED), F.lit(False)) & accepted_by(predicates)
-        return _analysed(lambda: joined.select(*[stored[quote(c)] for c in stored.columns], matched.alias(MATCHED)),
-                         table, f"incremental predicates {list(predicates)}")
+        matched = F.coalesce(F.col(MATCHED), F.lit(False)).alias(MATCHED)
+        return joined.select(*[stored[quote(c)] for c in stored.columns], matched)
     return mark
+
+
+def incoming_row(rows: DataFrame) -> Column:
+    """`rows`' columns as one struct named as predicates call the incoming row."""
+    return F.struct(*[F.col(quote(c)) for c in rows.columns]).alias(SOURCE_ALIAS)
 
 
 def accepted_by(predicates: Sequence[str]) -> Column:
@@ -66,10 +81,15 @@ def accepted_by(predicates: Sequence[str]) -> Column:
     return accepted
 
 
-def keys_rejected_by(stored: DataFrame, predicates: Sequence[str], table: str) -> DataFrame:
-    """Record keys of the stored rows some predicate rejects (merge: rows that may not match)."""
-    return _analysed(lambda: stored.where(~accepted_by(predicates)).select(RECORD_KEY), table,
-                     f"incremental predicates {list(predicates)}")
+def rows_accepted_by(batch: DataFrame, stored: DataFrame, predicates: Sequence[str], table: str) -> DataFrame:
+    """The rows of `batch` (merge: keyed rows, `RECORD_KEY`) that every predicate accepts with
+    their key's stored row (aliased as the predicates call it) and the row as `SOURCE_ALIAS`,
+    and those of keys not stored. A rejected row does not match, and the table holds a key once,
+    so it is dropped: its stored row stays as it is."""
+    probe = batch.select(F.col(RECORD_KEY).alias(_INCOMING_KEY), incoming_row(batch))
+    pairs = probe.join(stored, probe[_INCOMING_KEY] == stored[RECORD_KEY], "left")
+    return _analysed(lambda: pairs.where(stored[RECORD_KEY].isNull() | accepted_by(predicates))
+                     .select(f"{SOURCE_ALIAS}.*"), table, f"incremental predicates {list(predicates)}")
 
 
 def stored_rows(stored: DataFrame, alias: Optional[str]) -> DataFrame:

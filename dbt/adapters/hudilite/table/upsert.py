@@ -52,9 +52,9 @@ from .layout import staged_dir, staged_path
 from .placement import pack
 from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, live_holders, write_shards
 from .rows import ROW_INDEX, SLICE, insert_layout
-from .schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, quote
+from .schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, quote
 from .storage import Storage
-from .update import keys_rejected_by
+from .update import rows_accepted_by
 from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, bounded_batches, by_rewrite_task,
                      fail_if_injected, grouped_by_file_group, run_task_job, run_write_job, shuffle_partitions,
                      task_context, write_slices, write_stat, write_task)
@@ -64,6 +64,7 @@ OLD_FILE_ID = "_hudilite_old_file_id"
 DUPLICATE = "_hudilite_duplicate"  # set on every row of a key the batch holds twice (no precombine)
 SHARD = "_hudilite_shard"
 STORED_PRECOMBINE = "_hudilite_stored_precombine"
+STORED_KEY = "_hudilite_stored_key"
 
 
 def keyed_batch(ctx: TableContext, df: DataFrame, data_schema: T.StructType) -> DataFrame:
@@ -462,6 +463,12 @@ def tombstones(tagged: DataFrame) -> DataFrame:
 def delete(ctx: TableContext, keys: DataFrame) -> Optional[str]:
     """See `HudiTable.delete`: an upsert of the keys flagged deleted."""
     current = ctx.schema() or T.StructType([])
+    known = {f.name.lower() for f in current.fields} | {c.lower() for c in META_COLUMNS} | {IS_DELETED}
+    unknown = [c for c in keys.columns if c.lower() not in known]
+    if unknown:  # a delete changes no schema: a column the table lacks would be added to it
+        raise ctx.error(f"delete takes the record key columns ({', '.join(ctx.config.record_key_fields)}); "
+                        f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a column of the table")
+    keys = keys.drop(*[c for c in keys.columns if c in META_COLUMNS])
     present = {c.lower() for c in keys.columns}
     filled = keys.select(*[F.col(quote(c)) for c in keys.columns],
                          *[F.lit(None).cast(f.dataType).alias(f.name) for f in current.fields
@@ -505,10 +512,10 @@ def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, 
     # The staged rows as a DataFrame, built only where one is needed (each costs planning).
     rows_of = functools.partial(staged_rows, ctx.spark, ctx.storage.base_path, schema=tagged_schema(batch.schema))
     if predicates:
-        rejected = _keys_rejected_by(ctx, summary, current, predicates, predicate_alias)
         tagged = rows_of(staged)
         in_order = [F.col(quote(c)) for c in tagged.columns]  # staged rows are read by position
-        summary, staged = restage(tagged.join(rejected, RECORD_KEY, "left_anti").select(*in_order), ctx.write_spec(instant))
+        accepted = _rows_accepted_by(ctx, summary, current, tagged, predicates, predicate_alias)
+        summary, staged = restage(accepted.select(*in_order), ctx.write_spec(instant))
     if summary.duplicate is not None:
         raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
                         "set a precombine field to choose between them")
@@ -517,6 +524,11 @@ def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, 
         stale = _stale_leaving_keys(ctx, tagged, summary, current)
         if stale:  # such rows change nothing: drop them before anything is written
             summary, staged = restage(tagged.where(~F.col(RECORD_KEY).isin(stale)), ctx.write_spec(instant))
+    frozen = [] if update_columns is None else [
+        f.name for f in data_schema.fields if f.name.lower() not in {c.lower() for c in update_columns}]
+    if frozen and any(summary.touched.values()):
+        tagged = rows_of(staged)
+        summary, staged = restage(_moves_keep_frozen_columns(ctx, tagged, summary, current, frozen), ctx.write_spec(instant))
     touched = summary.touched
     spec = ctx.write_spec(instant, prev_commits={f: current[f].latest.instant for f in touched})
     slices = {f: (current[f].latest.path, current[f].partition) for f in touched}
@@ -580,11 +592,39 @@ def _write_large(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: 
     return stats + inserted, inserted
 
 
-def _keys_rejected_by(ctx: TableContext, summary: Summary, current: Dict[str, FileGroup], predicates: Sequence[str],
-                      alias: Optional[str]) -> DataFrame:
-    """Keys of the batch whose stored rows the predicates keep from matching."""
+def _rows_accepted_by(ctx: TableContext, summary: Summary, current: Dict[str, FileGroup], tagged: DataFrame,
+                      predicates: Sequence[str], alias: Optional[str]) -> DataFrame:
+    """The tagged rows the predicates let match their stored rows, and those of new keys."""
     stored = ctx.read_files([current[f].latest for f in sorted(summary.touched)])
-    return keys_rejected_by(stored.alias(alias) if alias else stored, predicates, ctx.name)
+    return rows_accepted_by(tagged, stored.alias(alias) if alias else stored, predicates, ctx.name)
+
+
+def _moves_keep_frozen_columns(ctx: TableContext, tagged: DataFrame, summary: Summary, current: Dict[str, FileGroup],
+                               frozen: List[str]) -> DataFrame:
+    """The tagged rows, those whose partition changes taking the stored values of the columns
+    the merge does not update, as dbt's MERGE (`update set` of the update columns only) does:
+    such a row stays in its partition when the partition columns are among them, and moves
+    with its other frozen columns as stored otherwise. (Rows updated in place get theirs in
+    `merge_slice`.)"""
+    moving = F.col(OLD_FILE_ID).isNotNull() & ~F.col(IS_DELETED) & (F.col(PARTITION_PATH) != F.col(OLD_PARTITION))
+    holders = sorted(f for f, n in summary.touched.items() if n)
+    held = [f"_hudilite_stored_{i}" for i in range(len(frozen))]
+    stored = ctx.read_files([current[f].latest for f in holders]).select(
+        F.col(RECORD_KEY).alias(STORED_KEY), *[F.col(quote(c)).alias(h) for c, h in zip(frozen, held)])
+    joined = tagged.join(stored, F.col(RECORD_KEY) == F.col(STORED_KEY), "left")
+    stays = {c.lower() for c in ctx.config.partition_fields} <= {c.lower() for c in frozen}
+    moved = moving & F.col(STORED_KEY).isNotNull()
+    by_name = dict(zip(frozen, held))
+    types = dict(tagged.dtypes)
+
+    def column(name: str):
+        if name in by_name:
+            return F.when(moved, F.col(by_name[name]).cast(types[name])).otherwise(F.col(quote(name))).alias(name)
+        if name == PARTITION_PATH and stays:
+            return F.when(moved, F.col(OLD_PARTITION)).otherwise(F.col(PARTITION_PATH)).alias(name)
+        return F.col(quote(name))
+
+    return joined.select(*[column(c) for c in tagged.columns])  # in order: staged rows are read by position
 
 
 def _stale_leaving_keys(ctx: TableContext, tagged: DataFrame, summary: Summary, current: Dict[str, FileGroup]) -> List[str]:
