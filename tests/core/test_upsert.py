@@ -692,3 +692,26 @@ def test_a_delete_changes_no_schema_and_a_cleaned_end_of_a_changes_read_is_named
     table.clean(retain_commits=1)
     with pytest.raises(Exception, match=f"instant {first} was cleaned; the earliest readable instant is"):
         table.read_changes(None, first)
+
+
+def test_a_keyed_table_an_older_version_stored_the_delete_flag_in_keeps_taking_writes(spark, tmp_path):
+    """hudilite before the flag had one meaning stored `_hoodie_is_deleted` as a column on
+    rebuilds; upserts then failed ('the new rows lack column'). The next write drops it."""
+    from dbt.adapters.hudilite.table import insert as inserts
+    from dbt.adapters.hudilite.table.commit import INSERT_OVERWRITE_TABLE
+    from dbt.adapters.hudilite.table.context import REPLACE
+    from dbt.adapters.hudilite.table.instant import REPLACE_COMMIT
+
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region",
+                             precombine="version")
+    flagged = customers(spark, [(1, "ann", "eu", 1), (2, "bob", "us", 1)]).withColumn("_hoodie_is_deleted", F.lit(False))
+    inserts.write_file_groups(table.context, flagged, REPLACE_COMMIT, INSERT_OVERWRITE_TABLE, REPLACE,
+                              replace=inserts.TABLE)  # as the older rebuild wrote it
+    assert "_hoodie_is_deleted" in table.schema().fieldNames()
+    table.upsert(customers(spark, [(1, "ann2", "eu", 2)]).withColumn("_hoodie_is_deleted", F.lit(False)))
+    table.upsert(customers(spark, [(2, "bob", "us", 2)]).withColumn("_hoodie_is_deleted", F.lit(True)))
+    table.insert(customers(spark, [(3, "cy", "us", 1)]))
+    assert table.schema().fieldNames() == ["id", "name", "region", "version"]
+    assert sorted((r.id, r.name) for r in table.read().collect()) == [(1, "ann2"), (3, "cy")]
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)

@@ -34,7 +34,7 @@ from .lock import TableLock
 from .reader import read_base_files, read_data_files
 from .record_index import RecordIndex, Sharding, entry_key_of
 from .rows import ROW_INDEX, insert_layout
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
 from .storage import Storage
 from .timeline import Timeline
 from .transaction import WriteTransaction, open_claims
@@ -312,6 +312,11 @@ class TableContext:
         current = self.committed_schema()
         if current is None or mode == REPLACE:
             return incoming
+        if not self.config.auto_keys and IS_DELETED not in names:
+            # The delete flag is a control column of keyed writes; an older hudilite stored it
+            # on rebuilds. Such a table's next write leaves it out of the schema, as any keyed
+            # write of today would (the files keep it; readers no longer see it).
+            current = T.StructType([f for f in current.fields if f.name.lower() != IS_DELETED])
         after = check_compatible(current, incoming, self.name, drop_missing=mode == DROP_MISSING)
         self._refuse_readded_columns(current, after)
         return after
