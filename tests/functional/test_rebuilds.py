@@ -23,6 +23,11 @@ INCREMENTAL_RELAYOUT = """
 select id, 'a' as p {% if var('run', 1) == 2 %}, (case when id = 2 then raise_error('boom') else 1 end) as bad{% endif %}
 from range(3) t(id)
 """
+# A view (run 1), then a table (run 3, the killed run's vars).
+WAS_VIEW = """
+{{ config(materialized=('view' if var('run', 1) == 1 else 'table')) }}
+select id from range(3) t(id)
+"""
 # Reads itself: a rebuild that drops first could not.
 SELF_READING = """
 {{ config(materialized='table', partition_by=(['p'] if var('run', 1) == 1 else ['id'])) }}
@@ -35,7 +40,7 @@ class TestRebuilds(HudiliteProject):
     @pytest.fixture(scope="class")
     def models(self):
         return {"relayout.sql": RELAYOUT, "incremental_relayout.sql": INCREMENTAL_RELAYOUT,
-                "self_reading.sql": SELF_READING}
+                "self_reading.sql": SELF_READING, "was_view.sql": WAS_VIEW}
 
     def history(self, project, spark, name):
         table = self.table(project, spark, name)
@@ -68,6 +73,18 @@ class TestRebuilds(HudiliteProject):
         run_dbt(["run", "--select", "self_reading", "--vars", "{run: 2}"])
         assert self.rows(project, "self_reading", "id, p") == [(10, "a"), (11, "a"), (12, "a")]
         assert self.history(project, spark, "self_reading")[1] == ["id"]
+
+    def test_a_view_killed_on_its_way_to_a_table_stays_a_view(self, project, spark):
+        run_dbt(["run", "--select", "was_view", "--vars", "{run: 1}"])
+        test_hudilite_models.TestAKilledDbtRun.kill(project, "run", "was_view", "before_publish")
+        relations = {r.identifier: str(r.type) for r in project.adapter.list_relations_without_caching(
+            project.adapter.Relation.create(schema=project.test_schema))}
+        assert relations["was_view"] == "view"  # not an empty table over it
+        assert self.rows(project, "was_view", "id") == [(0,), (1,), (2,)]
+        run_dbt(["run", "--select", "was_view", "--vars", "{run: 3}"])
+        relations = {r.identifier: str(r.type) for r in project.adapter.list_relations_without_caching(
+            project.adapter.Relation.create(schema=project.test_schema))}
+        assert relations["was_view"] == "table" and self.rows(project, "was_view", "id") == [(0,), (1,), (2,)]
 
     @pytest.mark.parametrize("phase, rebuilt", [("swap", True), ("before_publish", False)])
     def test_a_killed_rebuild_leaves_the_old_table_or_the_new(self, project, spark, phase, rebuilt):

@@ -137,10 +137,10 @@ class StorageCatalog:
 
     def swap_in(self, schema: str, name: str) -> HudiTable:
         """Put the committed table at `rebuild_path` in the place of `schema.name`: the old
-        table moves aside, the new one moves in, the old one is deleted. Two renames, under the
-        old table's lock so that no commit of it is half published; a process killed between
-        them leaves the old table aside and the new one staged, which `_finish_swap` moves in
-        on the next look at the name."""
+        table (if any: a model that was a view has none) moves aside, the new one moves in, the
+        old one is deleted. Two renames, under the old table's lock so that no commit of it is
+        half published; a process killed between them leaves the old table aside and the new
+        one staged, which `_finish_swap` moves in on the next look at the name."""
         staged = posixpath.join(self.root, self._rebuild_folder(schema, name))
         if not _committed(self.spark, staged):
             raise ConfigurationError(f"{schema}.{name}: its rebuild is gone (another rebuild of it started meanwhile); "
@@ -149,12 +149,13 @@ class StorageCatalog:
         with self._lock:
             self._drop_entry(schema, name)
             self.storage.delete_dir(replaced)
-            self.storage.make_dirs(posixpath.dirname(replaced))
-            with TableLock(Storage(self.table_path(schema, name))):
-                self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
-                                             self.storage.full_path(replaced))
+            if HudiTable.exists(self.table_path(schema, name)):
+                self.storage.make_dirs(posixpath.dirname(replaced))
+                with TableLock(Storage(self.table_path(schema, name))):
+                    self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
+                                                 self.storage.full_path(replaced))
             faults.reach("swap")
-            self._finish_swap(schema, name)
+            self._move_in(schema, name)
         return self.open(schema, name)
 
     def _replaced_folder(self, schema: str, name: str) -> str:
@@ -162,26 +163,30 @@ class StorageCatalog:
 
     def _finish_swap(self, schema: str, name: str) -> bool:
         """Finish a swap cut short between its renames (the old table moved aside, nothing in
-        its place, the new one committed and staged); True when the name holds a table after.
-        Never deletes what holds the name: a rename onto a folder fails, so of two processes
-        finishing the same swap one moves the table in and the other finds it gone."""
+        its place, the new one committed and staged); True when the name holds a table after."""
         try:
             staged, replaced = self._rebuild_folder(schema, name), self._replaced_folder(schema, name)
         except ConfigurationError:
             return False
-        target = self.folder(schema, name)
-        if not self.storage.exists(replaced) or self.storage.exists(target):
+        if not self.storage.exists(replaced) or self.storage.exists(self.folder(schema, name)):
             return False
         if not _committed(self.spark, posixpath.join(self.root, staged)):
             return False
+        return self._move_in(schema, name)
+
+    def _move_in(self, schema: str, name: str) -> bool:
+        """Move the staged rebuild to `schema.name`, then delete the table it replaced. Never
+        deletes what holds the name: a rename onto a folder fails, so of two processes finishing
+        the same swap one moves the table in and the other finds it gone."""
         self.storage.make_dirs(self.folder(schema))
         try:
-            self.storage.filesystem.move(self.storage.full_path(staged), self.storage.full_path(target))
+            self.storage.filesystem.move(self.storage.full_path(self._rebuild_folder(schema, name)),
+                                         self.storage.full_path(self.folder(schema, name)))
         except OSError:  # another process finished the same swap
             pass
         if not HudiTable.exists(self.table_path(schema, name)):
             return False
-        self.storage.delete_dir(replaced)
+        self.storage.delete_dir(self._replaced_folder(schema, name))
         return True
 
     # ---- the Spark catalog ------------------------------------------------------------------

@@ -251,10 +251,11 @@ class HudiliteAdapter(SparkAdapter):
             plan = m.plan_build(config, _columns(df.schema), state, full_refresh)
         except m.ModelConfigError as err:
             raise CompilationError(str(err)) from None
-        # A rebuild with a new layout is built beside the table and swapped in once committed:
-        # until then the old table stays, with its history, whatever fails or is killed.
-        beside = table is not None and built and plan.recreate
+        # A rebuild with a new layout, or the first build of a model that was a view, is built
+        # beside the name and swapped in once committed: until then what the name held stays,
+        # the old table with its history, whatever fails or is killed.
         was_view = table is None and catalog.is_view(schema, name)
+        beside = (table is not None and built and plan.recreate) or was_view
         if table is not None and not built and not _layout_fits(table, plan):
             catalog.drop_table(schema, name)  # no commit: nothing to keep
             table = None
