@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable, TimelineError
-from dbt.adapters.hudilite.table.layout import TMP_DIR, marker_path, staged_path, writer_path
+from dbt.adapters.hudilite.table.layout import MARKERS_DIR, TMP_DIR, marker_path, staged_path, writer_path
 from dbt.adapters.hudilite.table.maintenance import TMP_FILE_LIFETIME_S
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -220,11 +220,17 @@ def test_the_cleaner_removes_zombie_files_and_leaves_writers_in_flight_alone(spa
     t2 = table.insert(spark.range(5, 8).select("id", F.lit("a").alias("p")))
     part = os.path.join(table.path, "p=a")
 
-    def file_of(instant, tag):
+    def file_of(instant, tag, marked=True):
+        """A late task attempt's file, after its marker as every task writes it (`marked`)."""
         path = os.path.join(part, f"00000000-0000-0000-0000-00000000000{tag}-0_1-9-1_{instant}.parquet")
+        relative = os.path.relpath(path, table.path)
+        if marked:
+            marker = os.path.join(table.path, marker_path(instant, relative))
+            os.makedirs(os.path.dirname(marker), exist_ok=True)
+            open(marker, "wb").close()
         with open(path, "wb") as f:
             f.write(b"PAR1 a late attempt")
-        return os.path.relpath(path, table.path)
+        return relative
 
     speculative = file_of(t2, 1)                     # completed instant, not in its write stats
     rolled_back = str(int(t1) + 1)
@@ -264,3 +270,13 @@ def test_the_cleaner_removes_zombie_files_and_leaves_writers_in_flight_alone(spa
     assert not any("stray file" in p for p in table.validate())
     assert sorted(r.id for r in table.read().collect()) == list(range(9))
     assert_hudi_rs_agrees(table)
+    assert sorted(os.listdir(os.path.join(table.path, MARKERS_DIR))) == [in_flight]  # the others were looked at
+
+    # A file no marker announced (copied in by hand, say) is found by a sweep of the whole table only.
+    unmarked = file_of(t2, 3, marked=False)
+    table.clean(retain_commits=10)
+    assert os.path.exists(os.path.join(table.path, unmarked))
+    table.clean(retain_commits=10, sweep=True)
+    assert not os.path.exists(os.path.join(table.path, unmarked))
+    assert os.path.exists(os.path.join(table.path, pending_file))
+    assert not any("stray file" in p for p in table.validate())

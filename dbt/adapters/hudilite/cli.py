@@ -3,7 +3,7 @@
     hudilite timeline PATH [--json]   instants, operations, rows and files written; the archived range
     hudilite stats PATH [--json]      files per partition, file sizes, active/archived instants, index size
     hudilite show PATH [--as-of T]    row count and the first rows of a snapshot (--json)
-    hudilite clean PATH [--retain N]  delete file slices the cleaner policy no longer retains (--policy)
+    hudilite clean PATH [--retain N]  delete file slices the cleaner policy no longer retains (--policy, --sweep)
     hudilite savepoint PATH [INSTANT] keep a snapshot from the cleaner and archival (--list, --delete)
     hudilite restore PATH INSTANT     take the table back to a savepoint or a readable instant
     hudilite archive PATH             move old instants to .hoodie/archived/ (--keep-min, --keep-max)
@@ -107,6 +107,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--retain-hours", type=int, default=DEFAULT_RETAIN_HOURS, help="KEEP_LATEST_BY_HOURS")
     p.add_argument("--retain-file-versions", type=int, default=DEFAULT_RETAIN_FILE_VERSIONS,
                    help="KEEP_LATEST_FILE_VERSIONS: slices per file group")
+    p.add_argument("--sweep", action="store_true",
+                   help="look for files no commit wrote in the whole table, not only where writes left markers")
     p = sub.add_parser("savepoint", help="savepoint an instant (default: the latest), list or delete savepoints")
     p.add_argument("path")
     p.add_argument("instant", nargs="?", default=None, help="an instant or a timestamp")
@@ -170,7 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{table.name}: {'well-formed' if not problems else f'{len(problems)} problem(s)'}")
         return 1 if problems else 0
     elif args.command == "clean":
-        plan = table.clean(args.retain, args.policy, args.retain_hours, args.retain_file_versions)
+        plan = table.clean(args.retain, args.policy, args.retain_hours, args.retain_file_versions, args.sweep)
         print(f"deleted {len(plan.files_to_delete)} files; earliest readable instant: {plan.earliest_retained}")
     elif args.command == "savepoint":
         if args.delete:

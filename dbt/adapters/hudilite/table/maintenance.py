@@ -7,6 +7,7 @@ timeline, the files and the index against each other.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 import time
@@ -53,21 +54,22 @@ from .instant import (
     instant_file_name,
     parse_instant_file_name,
 )
-from .layout import ARCHIVED_VIEW, HOODIE_DIR, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, staged_dir, writer_path
+from .layout import ARCHIVED_VIEW, HOODIE_DIR, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
 from .lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
-from .transaction import first_write_in_flight, open_claims, reserve_service_time, rolled_back_claims
+from .transaction import first_write_in_flight, marked_files, open_claims, reserve_service_time, rolled_back_claims
 
 logger = logging.getLogger(__name__)
 from .validation import check_table, files_outside_hoodie
 
 
-def clean(ctx: TableContext, policy: CleanPolicy) -> CleanPlan:
+def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanPlan:
     """Delete file slices that `policy` no longer retains, as Hudi records a clean: under the
     table lock (so two cleaners never move the earliest retained instant back), the plan goes
     into `<C>.clean.requested` and `.clean.inflight` before the first file goes, and
     `<C>.clean` is written after the last. A clean that dies is finished by the next one.
-    Savepointed files stay. Then zombie files and tombstones of rolled-back writes go."""
+    Savepointed files stay. Then zombie files (`sweep`: looked for in the whole table) and
+    tombstones of rolled-back writes go."""
     with TableLock(ctx.storage):
         unfinished = [i for i in ctx.timeline.service_instants(CLEAN) if not i.is_completed]
         completed, in_flight = first_write_in_flight(ctx.storage, ctx.timeline)
@@ -86,7 +88,7 @@ def clean(ctx: TableContext, policy: CleanPolicy) -> CleanPlan:
             unfinished.append(replace(instant, state=INFLIGHT))
     for instant in unfinished:
         _finish_clean(ctx, instant, completed[-1] if completed else "")
-    remove_zombie_files(ctx)
+    remove_zombie_files(ctx, sweep)
     for claim in rolled_back_claims(ctx.storage):  # kept only so that the time was not handed out again
         if completed and claim < completed[-1]:
             ctx.storage.delete_file(writer_path(claim))
@@ -248,7 +250,8 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         held_by_index = len(chosen) < len(due)
         if (held_by_index and wait_for_index) or not chosen or _left_behind(ctx, view, chosen[-1]):
             return [], held_by_index
-        remove_zombie_files(ctx)  # a late task's file of an instant about to be archived would count as committed
+        # a late task's file of an instant about to be archived would count as committed
+        remove_zombie_files(ctx, holding_lock=True)
         commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
         texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
         ctx.storage.write_atomic(archive_file_path(chosen[0], chosen[-1]), archive_file_body(texts), TMP_DIR)
@@ -309,36 +312,46 @@ def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
 TMP_FILE_LIFETIME_S = 3600
 
 
-def remove_zombie_files(ctx: TableContext) -> List[str]:
+def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bool = False) -> List[str]:
     """Delete base files that no completed instant wrote and no writer in flight may still
     commit: a task attempt that wrote after its driver reconciled (speculation on a cluster,
-    executors of a killed driver), or after its instant was rolled back. Only instants on the
-    active timeline count; files of a writer claimed or pending when the timeline was read,
-    and of anything newer, are left alone. So do the staged rows of upserts no writer works on:
-    a driver killed between publishing and deleting them, or a late task writing after a
-    rollback, leaves some. (Only those: a restore writes markers under a completed instant.)
-    And the temporary files of atomic writes (index files, state files) a killed process left
-    before renaming them: those older than TMP_FILE_LIFETIME_S, which no write in progress
-    has (a write renames its file within seconds; the margin covers clocks that differ)."""
+    executors of a killed driver), or after its instant was rolled back. Every task writes a
+    file's marker before the file, so such files are found through the markers folders of
+    instants no writer works on any more: the cost follows what was written since the last
+    look, not the table's size, and the folders go once looked at. `sweep` lists the whole
+    table instead (`hudilite clean --sweep`): for files written some other way.
+    Only instants on the active timeline count; files of a writer claimed or pending when the
+    timeline was read, and of anything newer, are left alone. So do the staged rows of upserts
+    (in the markers folders) no writer works on: a driver killed between publishing and
+    deleting them, or a late task writing after a rollback, leaves some. And the temporary
+    files of atomic writes (index files, state files) a killed process left before renaming
+    them: those older than TMP_FILE_LIFETIME_S, which no write in progress has (a write
+    renames its file within seconds; the margin covers clocks that differ)."""
     instants = ctx.timeline.instants()  # read before the listing: a later writer's files are newer
     in_flight = {i.timestamp for i in instants if not i.is_completed} | set(open_claims(ctx.storage))
     done = [i.timestamp for i in instants if i.is_completed]
     if not done:
         return []
+    settled = [t for t in ctx.storage.list_names(MARKERS_DIR) if t not in in_flight and t <= done[-1]]
+    if sweep:
+        candidates = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))
+    else:
+        candidates = [p for t in settled for p in marked_files(ctx.storage, t) if not p.startswith(HOODIE_DIR + "/")]
     committed = {s.path for _, m in ctx.timeline.commits() for s in m.write_stats}
     archived = ctx.timeline.archived()  # read last: instants archived meanwhile are skipped, not taken for zombies
     committed |= {f.path for f in archived.files}
     zombies = []
-    for path in files_outside_hoodie(ctx.storage.list_files_with_sizes("")):
+    for path in candidates:
         name = parse_base_file_name(path)
         if name is None or path in committed or name.instant in in_flight:
             continue
         if instants[0].timestamp <= name.instant <= done[-1] and name.instant > (archived.through or ""):
             ctx.storage.delete_file(path)
             zombies.append(path)
-    for instant in ctx.storage.list_names(MARKERS_DIR):
-        if instant not in in_flight and instant <= done[-1]:
-            ctx.storage.delete_dir(staged_dir(instant))
+    with contextlib.nullcontext() if holding_lock else TableLock(ctx.storage):  # a restore writes markers under it
+        if ctx.pending_restore() is None:  # and one that died needs them to finish
+            for instant in settled:  # looked at: markers, and staged rows no writer reads any more
+                ctx.storage.delete_dir(markers_dir(instant))
     oldest_kept = time.time_ns() - TMP_FILE_LIFETIME_S * 1_000_000_000
     for name, mtime_ns in ctx.storage.list_files_with_mtimes(TMP_DIR):
         if mtime_ns is not None and mtime_ns < oldest_kept:

@@ -331,13 +331,14 @@ class HudiTable:
         maintenance.run_services(self.context, services)
 
     def clean(self, retain_commits: int = DEFAULT_RETAIN_COMMITS, policy: str = KEEP_LATEST_COMMITS,
-              retain_hours: int = DEFAULT_RETAIN_HOURS, retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS
-              ) -> CleanPlan:
+              retain_hours: int = DEFAULT_RETAIN_HOURS, retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS,
+              sweep: bool = False) -> CleanPlan:
         """Delete file slices the cleaner `policy` no longer retains (Hudi's: the default keeps
         every snapshot of the last `retain_commits` instants readable; see `cleaner`), never a
-        savepointed one; recorded as a `.clean` instant."""
+        savepointed one; recorded as a `.clean` instant. Files late tasks left are found through
+        their markers; `sweep` looks through the whole table (`maintenance.remove_zombie_files`)."""
         return maintenance.clean(self.context, CleanPolicy(policy.upper(), retain_commits, retain_hours,
-                                                           retain_file_versions))
+                                                           retain_file_versions), sweep)
 
     def savepoint(self, as_of=None, comments: str = "") -> str:
         """Savepoint the latest completed instant at or before `as_of` (default: the latest):
