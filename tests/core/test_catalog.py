@@ -139,3 +139,38 @@ def test_the_text_reader_of_spark_connect_agrees_with_sparks_parser(spark):
         assert [getattr(text, f) for f in fields] == [getattr(plan, f) for f in fields], sql
         if plan.kind in (st.CREATE_AS_SELECT, st.REPLACE_AS_SELECT):
             assert (text.provider or "").lower() == (plan.provider or "").lower(), sql
+
+
+def test_no_spark_write_aimed_straight_at_a_registration_changes_storage(spark, tmp_path):
+    """Whatever the router misses reaches Spark, and Spark's file writers refuse a relation of
+    more than one path: a registration always names the two empty companions beside its files,
+    so even a one-file table (the data loss of issue 30, item 1) and an empty one are refused."""
+    import os
+
+    import pytest
+
+    root = tmp_path / "lakehouse"
+    one = HudiTable.create(spark, str(root / "s" / "one"), "one")
+    one.insert(spark.createDataFrame([(1, "a")], "id long, v string").coalesce(1))
+    HudiTable.create(spark, str(root / "s" / "empty"), "empty", schema=spark.range(0).schema)
+    catalog = StorageCatalog(spark, str(root))
+
+    def files():
+        return sorted((os.path.relpath(os.path.join(d, f), root), os.path.getsize(os.path.join(d, f)))
+                      for d, _, fs in os.walk(root) for f in fs if "/.hoodie" not in d and not d.endswith(".hoodie"))
+
+    run_statement(catalog, "select * from s.one, s.empty").collect()  # both registered
+    assert len(one.latest_base_files()) == 1
+    before = files()
+    statements = ["insert into s.one values (9, 'x')", "insert overwrite s.one values (9, 'x')",
+                  "insert overwrite table s.one select * from s.one", "insert into s.empty values (9)",
+                  "insert overwrite s.empty values (9)", "truncate table s.one"]
+    for statement in statements:  # straight to Spark, as a statement the router missed would go
+        with pytest.raises(Exception, match="MULTI_PATH|TRUNCATE"):
+            spark.sql(statement)
+    # EXECUTE IMMEDIATE hides its statement from the router (issue 30, item 1): Spark refuses it the same way.
+    with pytest.raises(Exception, match="MULTI_PATH"):
+        run_statement(catalog, "EXECUTE IMMEDIATE 'INSERT OVERWRITE s.one (id, v) VALUES (9, ''x'')'")
+    assert files() == before
+    assert [(r.id, r.v) for r in one.read().collect()] == [(1, "a")] and one.validate() == []
+    assert [tuple(r) for r in run_statement(catalog, "select id, v from s.one").collect()] == [(1, "a")]

@@ -283,8 +283,10 @@ class StorageCatalog:
         if table is None:
             return
         state = _table_state(table)  # read first: a commit landing meanwhile makes the next look register again
-        files = [f.path for f in table.latest_base_files()]
-        path = snapshot_glob(self.table_path(schema, name), files) if files else table.empty_location()
+        # Never one path: Spark writes into a one-path relation (an INSERT OVERWRITE would
+        # replace the base file by a folder of its own), and refuses more.
+        files = [f.path for f in table.latest_base_files()] + table.read_only_companions()
+        path = snapshot_glob(self.table_path(schema, name), files)
         # The model's columns only: `select *` is what the model selected, as dbt users expect.
         # Parquet's reader takes the columns named, so the meta columns are not even read;
         # `meta_view` has them.

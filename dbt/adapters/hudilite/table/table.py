@@ -10,6 +10,8 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -197,10 +199,18 @@ class HudiTable:
     def latest_base_files(self, as_of: Optional[str] = None) -> List[BaseFile]:
         return self.context.timeline.view(as_of).latest_base_files()
 
-    def empty_location(self) -> str:
-        """An empty folder of the table: where a catalog entry of a table without files points."""
-        self.storage.make_dirs(EMPTY_DIR)
-        return posixpath.join(self.path, EMPTY_DIR)
+    def read_only_companions(self) -> List[str]:
+        """Two parquet files of no rows (`.hoodie/.hudilite/empty/`), made once. A catalog entry
+        names them beside the snapshot's base files: reading them adds nothing, and Spark's
+        file writers refuse a relation of more than one path (UNSUPPORTED_INSERT.MULTI_PATH), so
+        no INSERT the adapter's router missed can replace a base file, even of a one-file table."""
+        paths = [posixpath.join(EMPTY_DIR, f"{n}.parquet") for n in (0, 1)]
+        for path in paths:
+            if not self.storage.exists(path):
+                sink = pa.BufferOutputStream()
+                pq.write_table(pa.table({"_hudilite_no_rows": pa.array([], pa.int32())}), sink)
+                self.storage.write_atomic(path, sink.getvalue(), TMP_DIR)
+        return paths
 
     # ---- writes -----------------------------------------------------------------------------
     # New rows may add columns to the table schema. With `drop_missing_columns`, columns they
