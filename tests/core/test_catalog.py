@@ -174,3 +174,17 @@ def test_no_spark_write_aimed_straight_at_a_registration_changes_storage(spark, 
     assert files() == before
     assert [(r.id, r.v) for r in one.read().collect()] == [(1, "a")] and one.validate() == []
     assert [tuple(r) for r in run_statement(catalog, "select id, v from s.one").collect()] == [(1, "a")]
+
+
+def test_an_entry_dropped_behind_the_routers_back_is_made_again(spark, tmp_path):
+    """`EXECUTE IMMEDIATE 'DROP TABLE s.t'` (or `DROP TABLE IDENTIFIER('s.t')` over Connect)
+    reaches Spark's catalog: every later statement naming s.t failed with TABLE_OR_VIEW_NOT_FOUND."""
+    root = tmp_path / "lakehouse"
+    HudiTable.create(spark, str(root / "s" / "t"), "t").insert(spark.createDataFrame([(1,)], "id long"))
+    catalog = StorageCatalog(spark, str(root))
+    catalog.remember_view("s", "v", "select id * 10 as id10 from s.t")
+    assert [r.id10 for r in run_statement(catalog, "select id10 from s.v").collect()] == [10]
+    run_statement(catalog, "EXECUTE IMMEDIATE 'DROP TABLE s.t'")
+    spark.sql("drop view s.v")
+    assert [r.id10 for r in run_statement(catalog, "select id10 from s.v").collect()] == [10]
+    assert [r.id for r in run_statement(catalog, "select id from s.t").collect()] == [1]

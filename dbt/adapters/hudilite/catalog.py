@@ -255,7 +255,7 @@ class StorageCatalog:
         schema, name = key
         table = self.open(schema, name)
         if table is not None:
-            if self._entries.get(key) != _table_state(table):
+            if self._entries.get(key) != _table_state(table) or not self._in_spark(schema, name):
                 self.register(schema, name, table)
             return
         sql = self._remembered_view(schema, name)
@@ -269,7 +269,7 @@ class StorageCatalog:
             inner = self.table_key(parts)
             if inner is not None:
                 self._refresh(inner, seen)
-        if self._entries.get(key) != ("view", sql):
+        if self._entries.get(key) != ("view", sql) or not self._in_spark(schema, name):
             with self._lock:
                 self.spark.sql(f"create namespace if not exists {quote(schema)}")
                 try:
@@ -277,6 +277,11 @@ class StorageCatalog:
                 except Exception as err:  # noqa: BLE001 - named here, not as a missing view later
                     raise ConfigurationError(f"view {schema}.{name} cannot be re-created: {err}") from None
                 self._entries[key] = ("view", sql)
+
+    def _in_spark(self, schema: str, name: str) -> bool:
+        """Spark's catalog still holds the entry: a DROP or rename of it the router did not see
+        (`EXECUTE IMMEDIATE`, `IDENTIFIER(...)`) is noticed, and the entry made again."""
+        return self.spark.catalog.tableExists(quote(schema, name))
 
     def register(self, schema: str, name: str, table: Optional[HudiTable] = None) -> None:
         table = table or self.open(schema, name)
