@@ -1,7 +1,11 @@
 """Reading statements from their text, as a Spark Connect session must (no Spark here)."""
 
+import pytest
+
 from dbt.adapters.hudilite import statement as st
+from dbt.adapters.hudilite.dml import route_statement
 from dbt.adapters.hudilite.sql_text import names_in, statement_from_text, tokens
+from dbt.adapters.hudilite.table import ConfigurationError
 
 # One statement per line shape the router acts on, with what the text says it is:
 # (sql, kind, target, writes)
@@ -34,6 +38,23 @@ CASES = [
     ("show tables in s", st.QUERY, None, False),
     ("create schema if not exists s", st.QUERY, None, False),
     ("use s", st.QUERY, None, False),
+    ("merge with schema evolution into s.t using (select 1 as id) src on s.t.id = src.id when matched then delete",
+     "MERGE INTO", ["s", "t"], True),
+    ("MERGE WITH SCHEMA EVOLUTION INTO s.t AS x USING s.src ON x.id = src.id WHEN MATCHED THEN DELETE", "MERGE INTO",
+     ["s", "t"], True),
+    # EXPLAIN plans a statement and runs none of it: a read of what it names, in every mode
+    ("explain insert into s.t values (1)", st.QUERY, None, False),
+    ("EXPLAIN EXTENDED INSERT OVERWRITE TABLE s.t SELECT 1 AS id", st.QUERY, None, False),
+    ("explain formatted merge into s.t using (select 1 as id) src on s.t.id = src.id when matched then delete",
+     st.QUERY, None, False),
+    ("explain codegen delete from s.t where id = 1", st.QUERY, None, False),
+    ("explain cost update s.t set id = 2", st.QUERY, None, False),
+    ("/* why */ explain -- this\n truncate table s.t", st.QUERY, None, False),
+    ("explain drop table s.t", st.QUERY, None, False),
+    ("explain with w as (select 1 as id) insert into s.t select * from w", st.QUERY, None, False),
+    ("explain from (select 1 as id) src insert into s.t select id", st.QUERY, None, False),
+    ("explain create or replace table s.t as select 1 as id", st.QUERY, None, False),
+    ("explain analyze table s.t compute statistics", st.QUERY, None, False),  # explains an ANALYZE: none runs
 ]
 
 
@@ -98,3 +119,54 @@ def test_what_spark_lexes_differently_from_a_naive_reader():
     assert read("create table s.t select 1 as id").query() == "select 1 as id"
     assert read("create table s.t (a bigint) as select 1").kind == "CREATE TABLE"  # Spark refuses it itself
     assert read("create table s.t using org.apache.hudi as select 1").provider == "org.apache.hudi"
+
+
+class _Catalog:
+    """Just enough of a storage catalog for the router to refuse: `s.t` is a hudilite table."""
+    spark = None
+
+    def table_key(self, parts):
+        parts = [p.lower() for p in parts]
+        parts = parts[1:] if len(parts) == 3 and parts[0] == "spark_catalog" else parts
+        return ("s", parts[0]) if len(parts) == 1 else tuple(parts) if len(parts) == 2 else None
+
+    def stored_key(self, key):
+        return key
+
+    def open(self, schema, name):
+        return object() if (schema, name) == ("s", "t") else None
+
+
+def test_explain_passes_and_merge_with_schema_evolution_is_refused_naming_its_table():
+    """Over Spark Connect an EXPLAIN of a write passes to Spark (it writes nothing: nothing to
+    route), and a MERGE WITH SCHEMA EVOLUTION is refused as the MERGE INTO of its target it is."""
+    def route(sql):
+        return route_statement(_Catalog(), sql, statement_from_text(sql, lambda q: q))
+
+    for sql in ["EXPLAIN INSERT INTO s.t VALUES (1)", "explain extended insert overwrite s.t select 1",
+                "explain formatted merge into t using src on t.id = src.id when matched then delete",
+                "explain drop table if exists spark_catalog.s.t", "explain truncate table t"]:
+        assert route(sql) is None, sql  # Spark's to run
+        names = statement_from_text(sql, lambda q: q).names  # s.t among them: registered, so Spark can plan it
+        assert ("s", "t") in {_Catalog().table_key(n) for n in names}, sql
+    for sql in ["MERGE WITH SCHEMA EVOLUTION INTO s.t USING src ON s.t.id = src.id WHEN MATCHED THEN DELETE",
+                "merge with schema evolution into t as d using (select 1 as id) x on d.id = x.id "
+                "when not matched then insert *"]:
+        with pytest.raises(ConfigurationError, match=r"^s\.t is a hudilite table: MERGE INTO is not supported"):
+            route(sql)
+
+
+def test_explain_execute_immediate_is_read_as_the_execute_immediate():
+    """Spark runs the statement an EXECUTE IMMEDIATE holds while it analyses it, under EXPLAIN
+    too (tried: `EXPLAIN EXECUTE IMMEDIATE 'INSERT INTO s.t VALUES (2)'` adds the row), so an
+    EXPLAIN of one is read exactly as the EXECUTE IMMEDIATE on its own."""
+    def reading(sql):
+        found = statement_from_text(sql, lambda q: q)
+        return found.kind, found.target, found.more_targets, found.writes, found.description
+
+    for inner in ["execute immediate 'insert into s.t values (2)'",
+                  "EXECUTE IMMEDIATE 'TRUNCATE TABLE ' || 's.t'",
+                  "execute immediate 'insert into s.t values (?)' using 1",
+                  "execute immediate 'delete from s.t' -- then insert into s.t values (1)\n"]:
+        for explain in ["explain", "EXPLAIN EXTENDED", "explain formatted /* c */", "explain codegen", "explain cost"]:
+            assert reading(f"{explain} {inner}") == reading(inner), (explain, inner)

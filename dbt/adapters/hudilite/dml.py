@@ -12,7 +12,9 @@ writes are known; a statement that writes a hudilite table never reaches Spark's
 - anything else that would change the table or its catalog entry (MERGE, TRUNCATE, DROP,
   ALTER, CREATE [OR REPLACE] TABLE/VIEW over it, LOAD DATA, INSERT with a PARTITION clause, a
   WITH before INSERT, ...) is refused with an error that says what to do instead.
-Reads, DESCRIBE, SHOW, CACHE and statistics pass to Spark.
+Reads, DESCRIBE, SHOW, CACHE, statistics and EXPLAIN pass to Spark (Spark runs nothing of the
+statement it explains, except the one an EXECUTE IMMEDIATE holds, which it runs while analysing
+it: the text reader reads `EXPLAIN EXECUTE IMMEDIATE ...` as the EXECUTE IMMEDIATE).
 """
 
 from __future__ import annotations

@@ -120,10 +120,15 @@ class HudiliteAdapter(SparkAdapter):
         catalog = self.catalog
         if not catalog.is_table(from_relation.schema, from_relation.identifier):
             return super().rename_relation(from_relation, to_relation)
+        # What held the new name is replaced, and leaves dbt's cache with it (the cache refuses a
+        # rename onto a name it holds).
         if catalog.is_table(to_relation.schema, to_relation.identifier):
             catalog.drop_table(to_relation.schema, to_relation.identifier)
+        elif catalog.is_view(to_relation.schema, to_relation.identifier):
+            catalog.drop_view(to_relation.schema, to_relation.identifier)
+        self.cache_dropped(to_relation)
         catalog.rename_table(from_relation.schema, from_relation.identifier, to_relation.schema, to_relation.identifier)
-        self.cache_renamed(from_relation, to_relation)
+        self.cache_renamed(from_relation, to_relation.incorporate(type=RelationType.Table))
 
     def _get_columns_for_catalog(self, relation: BaseRelation):
         """dbt docs: Spark's type names, meta columns hidden, descriptions kept by persist_docs,

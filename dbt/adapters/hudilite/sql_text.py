@@ -167,6 +167,8 @@ def statement_from_text(sql: str, run_query: Callable[[str], object]) -> Optiona
         return _update_or_delete(reader, names)
     if head == "create":
         return _create(reader, names, run_query)
+    if head == "explain":
+        return _explain(reader, names, run_query)
     if reader.accept("load", "data"):  # LOAD DATA [LOCAL] INPATH 'p' [OVERWRITE] INTO TABLE t
         while reader.i < len(reader.tokens) and not reader.accept("into", "table"):
             reader.i += 1
@@ -199,12 +201,32 @@ _WRITE_WORDS = {"insert", "merge", "update", "delete", "truncate", "drop", "alte
 
 
 # Statements (by their first words) that change the table they name; anything not here or
-# above reads (SELECT, DESCRIBE, SHOW, CACHE, ANALYZE, REFRESH, USE, SET, EXPLAIN, ...).
+# above reads (SELECT, DESCRIBE, SHOW, CACHE, ANALYZE, REFRESH, USE, SET, ...).
 _WRITES: List[Tuple[Tuple[str, ...], str]] = [
-    (("merge", "into"), "MERGE INTO"), (("truncate", "table"), "TRUNCATE TABLE"), (("drop", "table"), "DROP TABLE"),
+    (("merge", "into"), "MERGE INTO"), (("merge", "with", "schema", "evolution", "into"), "MERGE INTO"),
+    (("truncate", "table"), "TRUNCATE TABLE"), (("drop", "table"), "DROP TABLE"),
     (("drop", "view"), "DROP VIEW"), (("alter",), "ALTER TABLE"), (("msck", "repair", "table"), "REPAIR TABLE"),
     (("repair", "table"), "REPAIR TABLE"), (("comment", "on", "table"), "COMMENT ON TABLE"),
 ]
+
+
+# EXPLAIN's modes in Spark's grammar (LOGICAL parses, and Spark then refuses it). Spark has no
+# EXPLAIN ANALYZE: `EXPLAIN ANALYZE TABLE t ...` explains an ANALYZE, which does not run.
+_EXPLAIN_MODES = {"extended", "codegen", "cost", "formatted", "logical"}
+
+
+def _explain(reader: _Reader, names: set, run_query) -> st.Statement:
+    """`EXPLAIN [mode] <statement>`: Spark plans the statement and runs none of it (an INSERT,
+    a MERGE, a DROP, a CREATE ... AS explained change nothing), so it reads the tables it names.
+    The one exception is `EXECUTE IMMEDIATE`: Spark runs the statement it holds while it
+    analyses it, under EXPLAIN too, so `EXPLAIN EXECUTE IMMEDIATE ...` is read as the EXECUTE
+    IMMEDIATE on its own is."""
+    reader.accept("explain")
+    if reader.peek() in _EXPLAIN_MODES:
+        reader.i += 1
+    if reader.peek() == "execute":
+        return statement_from_text(reader.rest(), run_query)
+    return st.Statement(st.QUERY, names)
 
 
 def _insert(reader: _Reader, names: set, run_query) -> st.Statement:
