@@ -673,6 +673,10 @@ def test_a_row_that_changes_partition_keeps_the_columns_the_merge_does_not_updat
                       (3, "us", 30, "cy", "region=us"), (4, "us", 40, "di", "region=us")]
     table.upsert(incoming.where("id = 1").withColumn("amount", F.lit(12)), update_columns=["amount", "region"])
     assert rows()[0] == (1, "us", 12, "alice", "region=us")  # moved, its name as stored
+    # A column the batch adds is frozen too: the moved row had none (null), as a row updated in place.
+    table.upsert(incoming.where("id = 1").withColumn("region", F.lit("apac")).withColumn("note", F.lit("n")),
+                 update_columns=["amount", "region"])
+    assert sorted((r.id, r.region, r.note) for r in table.read().collect())[0] == (1, "apac", None)
     keys = [r._hoodie_record_key for r in table.read().collect()]
     assert sorted(keys) == ["1", "2", "3", "4"]
     assert table.validate() == []

@@ -473,10 +473,11 @@ def _stored_as(value, name: str, model_type: str, table_type: str, model: str):
     stored = value.cast(table_type)
     misfit = value.isNotNull() & stored.isNull()  # a decimal too large
     if table_type in _INTEGRAL_RANGES:
-        bits = _INTEGRAL_RANGES[table_type]
-        misfit = misfit | (value < -(2 ** bits)) | (value > 2 ** bits - 1)
-    elif table_type == "float":
-        misfit = misfit | (F.abs(value) > _FLOAT_MAX)
+        bits = _INTEGRAL_RANGES[table_type]  # compared as the value's type: a double of 2^63 is out
+        misfit = misfit | (value < -(2 ** bits)) | (value >= float(2 ** bits)) | F.isnan(value.cast("double"))
+    elif table_type == "float":  # NaN and the infinities are floats too
+        finite = ~F.isnan(value.cast("double")) & (F.abs(value.cast("double")) != float("inf"))
+        misfit = misfit | (finite & (F.abs(value) > _FLOAT_MAX))
     message = (f"model '{model}': column '{name}' holds a value that does not fit the table's type {table_type} "
                f"(the model's is {model_type}): widen the column with on_schema_change='sync_all_columns', or "
                "rebuild with --full-refresh")

@@ -254,7 +254,6 @@ class SchemaPlan:
 
 
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
-_NUMERIC_PREFIXES = _INTEGRAL + ("float", "double", "decimal")
 
 
 def store_assignable(model_type: str, table_type: str) -> bool:
@@ -262,7 +261,7 @@ def store_assignable(model_type: str, table_type: str) -> bool:
     cast, as Spark's ANSI store assignment writes it (to Delta, say): numbers to numbers,
     dates and timestamps to each other. A value that does not fit fails the build."""
     def kind(spark_type: str) -> str:
-        if spark_type.startswith(_NUMERIC_PREFIXES):
+        if spark_type in _INTEGRAL + ("float", "double") or spark_type.startswith("decimal("):
             return "number"
         return "datetime" if spark_type in ("date", "timestamp", "timestamp_ntz") else spark_type
     return model_type != table_type and kind(model_type) == kind(table_type) in ("number", "datetime")

@@ -25,6 +25,7 @@ CLEAN_STATE = PRIVATE_DIR + "/clean.json"
 ARCHIVED_VIEW = PRIVATE_DIR + "/archived_view.json"
 LOCK_FILE = PRIVATE_DIR + "/lock"
 EMPTY_DIR = PRIVATE_DIR + "/empty"
+LAST_SWEEP = PRIVATE_DIR + "/last_sweep"  # when a clean last listed the whole table for zombie files
 RECORD_INDEX_DIR = PRIVATE_DIR + "/record_index"
 KEY_RANGES_DIR = PRIVATE_DIR + "/key_ranges"
 INDEX_STATE_FILE = "index.json"  # in each index folder

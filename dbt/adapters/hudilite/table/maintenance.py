@@ -54,7 +54,7 @@ from .instant import (
     instant_file_name,
     parse_instant_file_name,
 )
-from .layout import ARCHIVED_VIEW, HOODIE_DIR, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
+from .layout import ARCHIVED_VIEW, HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
 from .lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
 from .transaction import first_write_in_flight, marked_files, open_claims, reserve_service_time, rolled_back_claims
@@ -310,6 +310,10 @@ def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
 
 
 TMP_FILE_LIFETIME_S = 3600
+# A file a late task wrote after its instant's markers were deleted (a speculative attempt on
+# object storage, whose object appears only when closed) has no marker: a clean lists the whole
+# table this often, whatever `sweep` says.
+SWEEP_EVERY_S = 24 * 3600
 
 
 def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bool = False) -> List[str]:
@@ -318,8 +322,9 @@ def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bo
     executors of a killed driver), or after its instant was rolled back. Every task writes a
     file's marker before the file, so such files are found through the markers folders of
     instants no writer works on any more: the cost follows what was written since the last
-    look, not the table's size, and the folders go once looked at. `sweep` lists the whole
-    table instead (`hudilite clean --sweep`): for files written some other way.
+    look, not the table's size, and the folders go once looked at. `sweep` (or a day since the
+    last sweep, SWEEP_EVERY_S) lists the whole table instead (`hudilite clean --sweep`): for
+    files no marker announces.
     Only instants on the active timeline count; files of a writer claimed or pending when the
     timeline was read, and of anything newer, are left alone. So do the staged rows of upserts
     (in the markers folders) no writer works on: a driver killed between publishing and
@@ -333,7 +338,9 @@ def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bo
     if not done:
         return []
     settled = [t for t in ctx.storage.list_names(MARKERS_DIR) if t not in in_flight and t <= done[-1]]
-    if sweep:
+    swept = ctx.storage.exists(LAST_SWEEP) and time.time() - ctx.storage.mtime_seconds(LAST_SWEEP) < SWEEP_EVERY_S
+    if sweep or not swept:
+        ctx.storage.write_text(LAST_SWEEP, str(time.time()))  # before the listing: files after it are the next one's
         candidates = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))
     else:
         candidates = [p for t in settled for p in marked_files(ctx.storage, t) if not p.startswith(HOODIE_DIR + "/")]

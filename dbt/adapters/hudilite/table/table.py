@@ -84,7 +84,8 @@ class HudiTable:
         except (NotADirectoryError, FileExistsError):
             raise ConfigurationError(f"cannot create table {name} at {storage.base_path}: it is a file") from None
         if foreign == [HOODIE_DIR] and all(
-                posixpath.join(HOODIE_DIR, p).startswith(TMP_DIR + "/") for p in storage.list_files_recursive(HOODIE_DIR)):
+                posixpath.join(HOODIE_DIR, p).startswith((TMP_DIR + "/", EMPTY_DIR + "/"))
+                for p in storage.list_files_recursive(HOODIE_DIR)):
             storage.delete_dir(HOODIE_DIR)  # a create killed before its properties were in place
             foreign = []
         if foreign:
@@ -206,7 +207,8 @@ class HudiTable:
         no INSERT the adapter's router missed can replace a base file, even of a one-file table."""
         paths = [posixpath.join(EMPTY_DIR, f"{n}.parquet") for n in (0, 1)]
         for path in paths:
-            if not self.storage.exists(path):
+            # Not in a folder the table left meanwhile (dropped, swapped out): it would block the name.
+            if not self.storage.exists(path) and self.storage.exists(PROPERTIES_FILE):
                 sink = pa.BufferOutputStream()
                 pq.write_table(pa.table({"_hudilite_no_rows": pa.array([], pa.int32())}), sink)
                 self.storage.write_atomic(path, sink.getvalue(), TMP_DIR)

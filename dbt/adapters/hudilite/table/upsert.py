@@ -78,9 +78,11 @@ def keyed_batch(ctx: TableContext, df: DataFrame, data_schema: T.StructType) -> 
 
 
 def tagged_schema(batch_schema: T.StructType) -> T.StructType:
+    """The staged rows' schema: the batch's columns, every one nullable (a restage may put a
+    stored null where the batch had a literal: `_moves_keep_frozen_columns`), then the tags."""
     extra = [T.StructField(OLD_PARTITION, T.StringType()), T.StructField(OLD_FILE_ID, T.StringType()),
              T.StructField(DUPLICATE, T.BooleanType()), T.StructField(SHARD, T.IntegerType())]
-    return T.StructType(list(batch_schema.fields) + extra)
+    return T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in batch_schema.fields] + extra)
 
 
 def stage_tagged(batch: DataFrame, plan: LookupPlan, live: Dict[str, str], precombine: Optional[str],
@@ -608,18 +610,20 @@ def _moves_keep_frozen_columns(ctx: TableContext, tagged: DataFrame, summary: Su
     `merge_slice`.)"""
     moving = F.col(OLD_FILE_ID).isNotNull() & ~F.col(IS_DELETED) & (F.col(PARTITION_PATH) != F.col(OLD_PARTITION))
     holders = sorted(f for f, n in summary.touched.items() if n)
-    held = [f"_hudilite_stored_{i}" for i in range(len(frozen))]
+    stored_names = {f.name.lower() for f in ctx.committed_schema().fields}
+    held = {c: f"_hudilite_stored_{i}" for i, c in enumerate(frozen) if c.lower() in stored_names}
     stored = ctx.read_files([current[f].latest for f in holders]).select(
-        F.col(RECORD_KEY).alias(STORED_KEY), *[F.col(quote(c)).alias(h) for c, h in zip(frozen, held)])
+        F.col(RECORD_KEY).alias(STORED_KEY), *[F.col(quote(c)).alias(h) for c, h in held.items()]
+    ).dropDuplicates([STORED_KEY])  # a key stored twice must not double its batch row
     joined = tagged.join(stored, F.col(RECORD_KEY) == F.col(STORED_KEY), "left")
     stays = {c.lower() for c in ctx.config.partition_fields} <= {c.lower() for c in frozen}
     moved = moving & F.col(STORED_KEY).isNotNull()
-    by_name = dict(zip(frozen, held))
-    types = dict(tagged.dtypes)
+    types = {f.name: f.dataType for f in tagged.schema.fields}
 
     def column(name: str):
-        if name in by_name:
-            return F.when(moved, F.col(by_name[name]).cast(types[name])).otherwise(F.col(quote(name))).alias(name)
+        if name in frozen:  # a column this batch adds was null in the stored row
+            was = F.col(held[name]).cast(types[name]) if name in held else F.lit(None).cast(types[name])
+            return F.when(moved, was).otherwise(F.col(quote(name))).alias(name)
         if name == PARTITION_PATH and stays:
             return F.when(moved, F.col(OLD_PARTITION)).otherwise(F.col(PARTITION_PATH)).alias(name)
         return F.col(quote(name))
