@@ -34,7 +34,23 @@ def main() -> int:
     if subprocess.run([os.path.join(BIN, "hudilite"), "tables", LAKEHOUSE], env=env).returncode != 0:
         return 1
     report()
+    closing_note()
     return 0
+
+
+def closing_note() -> None:
+    """Three lines: what just happened, and where to look next."""
+    def shown(path: str) -> str:  # relative to where the demo was started from, when that is shorter
+        rel = os.path.relpath(path)
+        return rel if len(rel) < len(path) else path
+
+    docs = os.path.normpath(os.path.join(HERE, "..", "..", "docs", "operations.md"))
+    print(f"\nWhat just happened: three days of `dbt build` wrote the Hudi tables listed above to "
+          f"{shown(os.path.join(LAKEHOUSE, 'analytics'))}/")
+    print(f"List them again (rows, files, last commit; no Spark): {shown(os.path.join(BIN, 'hudilite'))} tables "
+          f"{shown(LAKEHOUSE)}")
+    print(f"Where to look next: {shown(docs)} (the hudilite CLI, table services, savepoints); "
+          "README.md links every page")
 
 
 def report() -> None:

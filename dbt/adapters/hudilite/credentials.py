@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.dataclass_schema import StrEnum
@@ -59,13 +59,36 @@ class HudiliteCredentials(SparkCredentials):
     def _connection_keys(self) -> Tuple[str, ...]:
         return ("method", "host", "schema", "location_root", "spark_conf", "use_hive_metastore")
 
-    def resolve_location_root(self, project_root: Optional[str]) -> str:
-        """Make `location_root` absolute: relative paths are relative to the dbt project."""
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[Tuple[str, Any]]:
+        """What `dbt debug` prints: the profile's fields as they take effect, that is the
+        resolved `location_root` (not `None` when the profile leaves it out), `host` only where
+        it means something (`method: connect`), and where Spark's own log goes."""
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            if key == "host" and not self.is_connect:
+                continue
+            if key == "location_root":
+                value = self.absolute_location_root(_project_dir())
+                if not self.location_root:
+                    value = f"{value}  (default: lakehouse/ beside the project)"
+            yield key, value
+        if self.is_connect:
+            yield "spark_log", "kept by the Spark Connect server"
+        else:
+            from .session import SPARK_LOG, default_log_dir
+
+            yield "spark_log", os.path.join(default_log_dir(), SPARK_LOG)
+
+    def absolute_location_root(self, project_root: Optional[str]) -> str:
+        """`location_root` made absolute: relative paths are relative to the dbt project."""
         root = self.location_root or "lakehouse"
         if "://" not in root and not os.path.isabs(root):
             root = os.path.abspath(os.path.join(project_root or os.getcwd(), root))
-        self.location_root = root
         return root
+
+    def resolve_location_root(self, project_root: Optional[str]) -> str:
+        """Make `location_root` absolute: relative paths are relative to the dbt project."""
+        self.location_root = self.absolute_location_root(project_root)
+        return self.location_root
 
     def session_conf(self) -> Dict[str, str]:
         conf = dict(self.server_side_parameters)
@@ -73,3 +96,15 @@ class HudiliteCredentials(SparkCredentials):
         if self.use_hive_metastore:
             conf["spark.sql.catalogImplementation"] = "hive"
         return conf
+
+
+def _project_dir() -> Optional[str]:
+    """The dbt project's folder while a dbt command runs (`--project-dir`, else the working
+    directory, as dbt itself takes it)."""
+    try:
+        from dbt.flags import get_flags
+
+        path = getattr(get_flags(), "PROJECT_DIR", None)
+    except Exception:  # not inside a dbt command
+        path = None
+    return os.path.abspath(str(path)) if path else None
