@@ -49,6 +49,9 @@ class HudiliteConfig(SparkConfig):
     small_file_limit: Optional[int] = None
     max_file_size: Optional[int] = None
     write_retries: Optional[int] = None
+    small_write_bytes: Optional[int] = None
+    parquet_encoding: Optional[str] = None
+    drop_metadata_table: Optional[bool] = None
 
 
 class HudiliteAdapter(SparkAdapter):
@@ -247,6 +250,8 @@ class HudiliteAdapter(SparkAdapter):
         schema, name = relation.schema, relation.identifier
         df = rows(catalog)
         table = catalog.open(schema, name)
+        if table is not None and config.drop_metadata_table:
+            table.drop_metadata_table()
         # A table without a commit (a first build killed or failing before it published) holds
         # nothing: it is built as new, in place when its layout fits.
         built = table is not None and table.context.timeline.latest_completed() is not None

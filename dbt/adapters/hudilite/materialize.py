@@ -73,6 +73,7 @@ class ModelConfig:
     incremental_predicates: List[str] = field(default_factory=list)
     write_retries: int = 0  # a write that conflicts with a concurrent one is run again this many times
     parquet_encoding: Optional[str] = None  # compact or portable (older Parquet readers); None: the table's
+    drop_metadata_table: bool = False  # remove Hudi's metadata table of a table Java wrote (`metadata_table`)
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -102,10 +103,20 @@ class ModelConfig:
             incremental_predicates=_as_list(config.get("incremental_predicates") or config.get("predicates")),
             write_retries=int(config.get("write_retries") or 0),
             parquet_encoding=(config.get("parquet_encoding") or "").lower() or None,
+            drop_metadata_table=_flag(config, "drop_metadata_table", name),
         )
 
     def fail(self, message: str) -> ModelConfigError:
         return ModelConfigError(f"model '{self.name}': {message}")
+
+
+def _flag(config: Dict[str, Any], key: str, model: str) -> bool:
+    value = config.get(key)
+    if value in (None, "", False, True):
+        return bool(value)
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise ModelConfigError(f"model '{model}': {key} must be true or false, not {value!r}")
 
 
 ENFORCED_CONSTRAINTS = ("not_null", "check")  # checked on every row before the commit; the rest are documentation

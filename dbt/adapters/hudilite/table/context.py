@@ -204,11 +204,31 @@ class TableContext:
             else:
                 self.index.compact(completed, view)
 
+    def rebuild_index(self) -> int:
+        """Build the index again from the latest snapshot, with the shard count it has."""
+        return self.build_index(self.index.num_shards if isinstance(self.index, RecordIndex) else None)
+
+    def foreign_commits(self) -> List[str]:
+        """Completed commits after the index's base that another writer (Hudi's own) made: they
+        wrote no index delta, so the index does not know the keys they inserted, moved or deleted."""
+        base = self.index.state()["base_instant"]
+        return [i.timestamp for i, metadata in self.timeline.commits()
+                if i.timestamp > base and SPARK_SCHEMA_KEY not in metadata.extra]
+
     def ensure_index(self) -> None:
-        """Tables written before the index existed get it built on their first indexed write."""
+        """Tables written before the index existed get it built on their first indexed write;
+        an index behind commits another writer made is built again before it is used."""
         self.check_writable()
-        if not self.index.is_built() and self.timeline.latest_completed() is not None:
+        if self.timeline.latest_completed() is None:
+            return
+        if not self.index.is_built():
             self.build_index()
+            return
+        foreign = self.foreign_commits()
+        if foreign:
+            logger.info("table %s: %d commit(s) from another writer (%s ... %s) since the index was built; "
+                        "building it again from the snapshot", self.name, len(foreign), foreign[0], foreign[-1])
+            self.rebuild_index()
 
     # ---- the steps of a write ---------------------------------------------------------------
     def check_writable(self) -> None:

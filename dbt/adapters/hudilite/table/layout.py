@@ -16,6 +16,7 @@ HOODIE_DIR = ".hoodie"
 PROPERTIES_FILE = HOODIE_DIR + "/hoodie.properties"
 PARTITION_METADATA = ".hoodie_partition_metadata"
 ARCHIVED_DIR = HOODIE_DIR + "/archived"  # Hudi's archived timeline (see `archival`)
+METADATA_TABLE_DIR = HOODIE_DIR + "/metadata"  # Hudi's metadata table (see `metadata_table`)
 
 PRIVATE_DIR = HOODIE_DIR + "/.hudilite"
 TMP_DIR = PRIVATE_DIR + "/tmp"

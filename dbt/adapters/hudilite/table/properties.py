@@ -61,8 +61,10 @@ def unescape(text: str) -> str:
 SAVED_BY_HUDILITE = "#Properties saved on hudilite"
 
 
-def dumps(props: Dict[str, str]) -> str:
-    lines = [SAVED_BY_HUDILITE]
+def dumps(props: Dict[str, str], header: str = SAVED_BY_HUDILITE) -> str:
+    """`props` as a Java properties file. The header tells our tables from those Hudi's writer
+    made (`TableConfig.from_properties(ours=...)`): a Java table we update keeps another."""
+    lines = [header]
     lines += [f"{escape(k, True)}={escape(v, False)}" for k, v in sorted(props.items())]
     return "\n".join(lines) + "\n"
 
@@ -176,8 +178,11 @@ class TableConfig:
             raise ConfigurationError("only COPY_ON_WRITE tables are supported")
         version = props.get("hoodie.table.version", TABLE_VERSION)
         if not version.isdigit() or int(version) > int(TABLE_VERSION):
-            raise ConfigurationError(f"table version {version} is newer than hudilite reads and writes ({TABLE_VERSION}); "
-                                     "downgrade it with Hudi's own tools, or keep writing it with a Hudi release that knows it")
+            raise ConfigurationError(
+                f"table {props.get('hoodie.table.name', '?')}: table version {version} is newer than hudilite reads and "
+                f"writes ({TABLE_VERSION}). Hudi 1.x writers upgrade a version 6 table on their first write unless they run "
+                "with hoodie.write.table.version=6 and hoodie.write.auto.upgrade=false (and hoodie.metadata.enable=false); "
+                "downgrade it with Hudi's CLI (`table downgrade --toVersion SIX`) and keep those settings on every Java writer")
         return cls(
             name=props["hoodie.table.name"],
             partition_fields=fields("hoodie.table.partition.fields"),
@@ -196,12 +201,16 @@ class TableConfig:
         )
 
 
+METADATA_PARTITIONS = ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
+
+
 def _not_writable(props: Dict[str, str]) -> Optional[str]:
     """Why a table Hudi's Java writer set up would not see (or would break under) our commits."""
-    if props.get("hoodie.table.metadata.partitions"):
+    if any(props.get(key) for key in METADATA_PARTITIONS):
         return ("Hudi's metadata table is on (hoodie.table.metadata.partitions); hudilite does not keep it in step, so "
-                "Java readers would miss its commits. Write it from Java with hoodie.metadata.enable=false (which "
-                "removes the metadata table) to write it with both")
+                "Java readers would miss its commits. Set drop_metadata_table=true on the model (in the core: "
+                "HudiTable.drop_metadata_table()) to remove it as Hudi's own writer does with "
+                "hoodie.metadata.enable=false; Java writers of the table then need that setting too")
     if props.get("hoodie.populate.meta.fields", "true").lower() == "false":
         return ("its rows carry no meta fields (hoodie.populate.meta.fields=false, virtual keys); hudilite reads such a "
                 "table but writes only tables with meta fields")

@@ -29,7 +29,6 @@ from .instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
 from .index_files import DELTA
 from .layout import HOODIE_DIR, PRIVATE_DIR, marker_path, parse_index_file_name
 from .lock import TableLock
-from .record_index import RecordIndex
 from .savepoint import drop_savepoint
 from .transaction import first_write_in_flight, marked_files, reserve_service_time, rollback, rollback_dead_writers
 
@@ -120,7 +119,7 @@ def _restore_index(ctx: TableContext, target: str) -> None:
     """An index base newer than the target holds keys of removed commits: rebuild it."""
     state = ctx.index.state()
     if state and state["base_instant"] > target:
-        ctx.build_index(ctx.index.num_shards if isinstance(ctx.index, RecordIndex) else None)  # same shard count
+        ctx.rebuild_index()
 
 
 def restore_metadata_record(instant: str, plan: dict, deleted: Dict[str, Dict[str, List[str]]], started: float) -> dict:

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 from . import clustering
 from . import insert as inserts
 from . import maintenance
+from . import metadata_table
 from . import properties as props
 from . import restore as restoring
 from . import savepoint as savepointing
@@ -108,8 +109,7 @@ class HudiTable:
         storage = Storage(path)
         if not storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is not a Hudi table (no {PROPERTIES_FILE})")
-        text = storage.read_text(PROPERTIES_FILE)
-        config = props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))
+        config = _read_config(storage)
         archived = java_archive_files(storage.list_names(ARCHIVED_DIR))
         if archived:  # file groups those commits wrote would be missing from our view of the table
             raise ConfigurationError(
@@ -118,6 +118,15 @@ class HudiTable:
                 "writers from archiving (hoodie.keep.min.commits/hoodie.keep.max.commits above the table's commit "
                 "count) to share a table with hudilite")
         return cls(spark, storage, config)
+
+    def drop_metadata_table(self) -> bool:
+        """Remove Hudi's metadata table as Hudi's writer does with hoodie.metadata.enable=false
+        (`metadata_table`), so that hudilite may write the table; True when there was one.
+        Java writers of the table must run with that setting from then on."""
+        dropped = metadata_table.drop(self.storage)
+        if dropped:
+            self.context = TableContext(self.spark, self.storage, _read_config(self.storage))
+        return dropped
 
     @property
     def spark(self) -> SparkSession:
@@ -385,3 +394,8 @@ class HudiTable:
     def earliest_readable_instant(self) -> Optional[str]:
         """The oldest instant time travel can reach (None when the cleaner removed nothing)."""
         return self.context.earliest_retained()
+
+
+def _read_config(storage: Storage) -> props.TableConfig:
+    text = storage.read_text(PROPERTIES_FILE)
+    return props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))

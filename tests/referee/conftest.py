@@ -1,0 +1,49 @@
+import os
+from collections import defaultdict
+
+import pytest
+
+from tests.referee.hudi_spark import HUDI_VERSIONS, HudiSpark
+from tests.referee.table_states import STATES
+
+# (state, hudi version) -> [checks passed, checks run]; printed as a matrix after the run.
+MATRIX = defaultdict(lambda: [0, 0])
+
+
+@pytest.fixture(scope="session", params=HUDI_VERSIONS, ids=lambda v: f"hudi-{v}")
+def hudi_spark(request):
+    """Hudi's own Spark datasource, one version at a time. A referee that cannot start fails
+    the tests that need it: it is never a skip."""
+    referee = HudiSpark(request.param)
+    yield referee
+    referee.close()
+
+
+@pytest.fixture(scope="session")
+def written(spark, tmp_path_factory):
+    """`written(state)`: the table `table_states.STATES[state]` builds, built once per run."""
+    root = tmp_path_factory.mktemp("referee")
+    tables = {}
+
+    def build(state):
+        if state not in tables:
+            tables[state] = STATES[state](spark, os.path.join(str(root), state))
+        return tables[state]
+    return build
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not MATRIX:
+        return
+    versions = sorted({v for _, v in MATRIX})
+    states = sorted({s for s, _ in MATRIX})
+    width = max(len(s) for s in states)
+    write = terminalreporter.write_line
+    terminalreporter.section("what Hudi's own Spark reader reads of our tables (checks passed / run)")
+    write(f"{'table state':<{width}}  " + "  ".join(f"{'hudi ' + v:>11}" for v in versions))
+    for state in states:
+        cells = []
+        for v in versions:
+            passed, run = MATRIX.get((state, v), (0, 0))
+            cells.append(f"{('ok ' if passed == run else 'FAIL ') + f'{passed}/{run}':>11}" if run else f"{'-':>11}")
+        write(f"{state:<{width}}  " + "  ".join(cells))

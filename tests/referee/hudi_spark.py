@@ -1,0 +1,112 @@
+"""Apache Hudi's own Spark datasource as a referee: a separate Python with pyspark 3.5 and a
+Hudi bundle fetched from Maven Central by coordinate (no Hudi bundle targets our pyspark 4),
+driven over a pipe by `HudiSpark`. The virtualenv and the jars are cached under
+$HUDILITE_REFEREE_HOME (default ~/.cache/hudilite-referee) between runs."""
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Tuple
+
+HUDI_VERSIONS = ("0.15.0", "1.0.2", "1.1.1")
+PYSPARK_VERSION = "3.5.7"
+HOME = Path(os.environ.get("HUDILITE_REFEREE_HOME", Path.home() / ".cache" / "hudilite-referee"))
+SERVER = Path(__file__).with_name("hudi_spark_server.py")
+REPLY = "@@REFEREE "
+
+
+class RefereeError(AssertionError):
+    """Hudi's reader or writer failed on a request (its message says which)."""
+
+
+def referee_python() -> Path:
+    """The referee's Python, made on first use: a virtualenv with pyspark 3.5 and nothing else."""
+    venv = HOME / f"pyspark-{PYSPARK_VERSION}"
+    python = venv / "bin" / "python"
+    HOME.mkdir(parents=True, exist_ok=True)
+    with open(HOME / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two test runs never build it at once
+        if not (venv / ".ready").exists():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", f"pyspark=={PYSPARK_VERSION}"], check=True)
+            (venv / ".ready").touch()
+    return python
+
+
+class HudiSpark:
+    """One Hudi version's Spark session in its own process."""
+
+    def __init__(self, version: str):
+        self.version = version
+        self.log_path = HOME / f"hudi-{version}.log"
+        python = referee_python()
+        env = {**os.environ, "TZ": "UTC", "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
+        env.pop("SPARK_HOME", None)
+        env.pop("PYTHONPATH", None)
+        self._log = open(self.log_path, "w")
+        self._process = subprocess.Popen(
+            [str(python), str(SERVER), version, str(HOME / "ivy")], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
+        ready = self._reply()
+        assert ready.get("ready") == version, ready
+
+    def _reply(self) -> dict:
+        for line in self._process.stdout:
+            if line.startswith(REPLY):
+                return json.loads(line[len(REPLY):])
+        raise RuntimeError(f"Hudi {self.version}'s Spark exited (code {self._process.wait()}); "
+                           f"the end of {self.log_path}:\n{self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        self._log.flush()
+        return "".join(self.log_path.read_text(errors="replace").splitlines(True)[-40:])
+
+    def request(self, op: str, **fields) -> dict:
+        self._process.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+        self._process.stdin.flush()
+        reply = self._reply()
+        if not reply["ok"]:
+            raise RefereeError(f"Hudi {self.version} {op} {fields.get('options', '')}: {reply['error']}\n{reply['trace']}")
+        return reply
+
+    def read(self, path: str, **options: str) -> Tuple[List[str], List[dict]]:
+        reply = self.request("read", path=path, options=options)
+        return reply["columns"], reply["rows"]
+
+    def read_many(self, path: str, options: List[dict]) -> List[Tuple[List[str], List[dict]]]:
+        """Several reads of one table side by side; a read that failed is a RefereeError in its place."""
+        replies = self.request("reads", path=path, options=options)["replies"]
+        return [(r["columns"], r["rows"]) if r["ok"] else RefereeError(f"Hudi {self.version} read {o}: {r['error']}")
+                for o, r in zip(options, replies)]
+
+    def snapshot(self, path: str, as_of: str = None):
+        return self.read(path, **snapshot_options(as_of))
+
+    def changes(self, path: str, begin: str, end: str):
+        return self.read(path, **changes_options(begin, end))
+
+    def write(self, path: str, rows: List[dict], schema: str, options: dict, mode: str = "append") -> None:
+        self.request("write", path=path, rows=rows, schema=schema, options=options, mode=mode)
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        self._log.close()
+
+
+def snapshot_options(as_of: str = None) -> dict:
+    """Hudi's snapshot query, or its time travel to `as_of`."""
+    return {"as.of.instant": as_of} if as_of else {}
+
+
+def changes_options(begin: str, end: str) -> dict:
+    """Hudi's incremental query: commits after `begin` up to and including `end`."""
+    return {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": begin,
+            "hoodie.datasource.read.end.instanttime": end}

@@ -1,0 +1,90 @@
+"""The referee's side: Apache Hudi's own Spark datasource (pyspark 3.5 with a Hudi bundle), run
+in its own Python by `hudi_spark.HudiSpark`. It reads requests as JSON lines on stdin and
+answers each with one line on stdout that starts with REPLY; everything else Spark prints is
+left alone.
+
+Usage: python hudi_spark_server.py <hudi version> <ivy cache folder>
+"""
+
+import json
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from values import plain_rows  # noqa: E402  (the referee's Python has no tests package)
+
+REPLY = "@@REFEREE "
+
+
+def session(version: str, ivy: str):
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName(f"hudi-{version}-referee")
+        .config("spark.jars.packages", f"org.apache.hudi:hudi-spark3.5-bundle_2.12:{version}")
+        .config("spark.jars.ivy", ivy)
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def read(spark, request):
+    reader = spark.read.format("hudi")
+    for key, value in request.get("options", {}).items():
+        reader = reader.option(key, value)
+    df = reader.load(request["path"])
+    return {"columns": df.columns, "rows": plain_rows(df.collect(), df.columns)}
+
+
+def reads(spark, request):
+    """Several reads of one table at once, on threads (Spark runs their jobs side by side);
+    each answered like `read`, or with its error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(options):
+        try:
+            return {"ok": True, **read(spark, {"path": request["path"], "options": options})}
+        except Exception as err:
+            return {"ok": False, "error": f"{type(err).__name__}: {err}"[:4000]}
+    with ThreadPoolExecutor(4) as pool:
+        return {"replies": list(pool.map(one, request["options"]))}
+
+
+def write(spark, request):
+    """Hudi's writer: `rows` (JSON objects) in the DDL `schema`, with the datasource `options`."""
+    lines = spark.sparkContext.parallelize([json.dumps(r) for r in request["rows"]], 1)
+    df = spark.read.schema(request["schema"]).json(lines)
+    writer = df.write.format("hudi").mode(request.get("mode", "append"))
+    for key, value in request["options"].items():
+        writer = writer.option(key, value)
+    writer.save(request["path"])
+    return {}
+
+
+def main() -> None:
+    version, ivy = sys.argv[1], sys.argv[2]
+    spark = session(version, ivy)
+    handlers = {"read": read, "reads": reads, "write": write, "version": lambda s, r: {"spark": s.version}}
+    print(REPLY + json.dumps({"ok": True, "ready": version}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            reply = {"ok": True, **handlers[request["op"]](spark, request)}
+        except Exception as err:  # the client turns it into an assertion naming the request
+            reply = {"ok": False, "error": f"{type(err).__name__}: {err}"[:4000], "trace": traceback.format_exc()[-4000:]}
+        print(REPLY + json.dumps(reply), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

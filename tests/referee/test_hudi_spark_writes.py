@@ -1,0 +1,135 @@
+"""Hudi's own Spark writer continues tables hudilite wrote, and hudilite continues after it:
+after every step both read the same rows, no key is stored twice, and our record index knows
+the keys Hudi's writer inserted and forgets those it deleted."""
+
+import pytest
+
+from dbt.adapters.hudilite.table import HudiTable
+from tests.referee.test_hudi_spark_reads import compare
+from tests.referee.values import plain_rows
+
+SCHEMA = "id long, region string, ts long, v string"
+
+
+def hudi_options(table: HudiTable, operation: str, index: str) -> dict:
+    """Hudi's writer settings that match the table's own, with its metadata table off and the
+    table kept at version 6 (Hudi 1.x would upgrade it otherwise)."""
+    config = table.config
+    options = {
+        "hoodie.table.name": config.name,
+        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+        "hoodie.datasource.write.operation": operation,
+        "hoodie.datasource.write.recordkey.field": ",".join(config.record_key_fields),
+        "hoodie.datasource.write.partitionpath.field": ",".join(config.partition_fields),
+        "hoodie.datasource.write.keygenerator.class": config.keygen_class,
+        "hoodie.datasource.write.hive_style_partitioning": str(config.hive_style_partitioning).lower(),
+        "hoodie.metadata.enable": "false",
+        "hoodie.write.table.version": "6",
+        "hoodie.write.auto.upgrade": "false",
+        "hoodie.datasource.write.precombine.field": config.precombine_field or "ts",
+    }
+    if index != "default":
+        options["hoodie.index.type"] = index
+    return options
+
+
+def agree(table: HudiTable, hudi_spark, step: str) -> list:
+    """Both readers read the same snapshot; every key once; the table validates. The rows."""
+    ours = table.read()
+    compare(step, ours, hudi_spark.snapshot(table.path))
+    keys = [r._hoodie_record_key for r in ours.select("_hoodie_record_key").collect()]
+    assert len(keys) == len(set(keys)), f"{step}: a key is stored twice: {sorted(k for k in keys if keys.count(k) > 1)}"
+    problems = table.validate()
+    assert not problems, f"{step}: {problems}"
+    return plain_rows(ours.drop(*[c for c in ours.columns if c.startswith("_hoodie")]).collect(), ["id", "region", "ts", "v"])
+
+
+def _data(rows):
+    return sorted(({"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in rows), key=repr)
+
+
+@pytest.mark.parametrize("index", ["default", "BLOOM"])
+def test_hudi_writer_and_ours_take_turns_on_a_keyed_table(spark, hudi_spark, tmp_path, index):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
+                             precombine="ts")
+    table.upsert(spark.createDataFrame([(1, "eu", 1, "a"), (2, "us", 1, "b"), (3, "us", 1, "c")], SCHEMA))
+
+    def java(operation, rows):
+        hudi_spark.write(table.path, [{"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in rows], SCHEMA,
+                         hudi_options(table, operation, index))
+        return HudiTable.open(spark, table.path)
+
+    table = java("upsert", [(1, "eu", 2, "java-updated"), (50, "eu", 1, "java-new")])
+    assert agree(table, hudi_spark, "Hudi's upsert") == _data(
+        [(1, "eu", 2, "java-updated"), (2, "us", 1, "b"), (3, "us", 1, "c"), (50, "eu", 1, "java-new")])
+
+    # Our index must find the key Hudi's writer inserted: an update, not a second row.
+    table.upsert(spark.createDataFrame([(50, "eu", 3, "ours"), (4, "eu", 3, "d")], SCHEMA))
+    assert agree(table, hudi_spark, "our upsert after Hudi's") == _data(
+        [(1, "eu", 2, "java-updated"), (2, "us", 1, "b"), (3, "us", 1, "c"), (4, "eu", 3, "d"), (50, "eu", 3, "ours")])
+
+    table = java("delete", [(50, "eu", 4, "")])
+    table = java("insert", [(60, "us", 1, "java-insert")])
+    # A key Hudi deleted stays deleted when we rewrite its file group; the one it inserted is found.
+    table.upsert(spark.createDataFrame([(4, "eu", 5, "d2"), (60, "us", 5, "ours-60")], SCHEMA))
+    assert agree(table, hudi_spark, "our upsert after Hudi's delete and insert") == _data(
+        [(1, "eu", 2, "java-updated"), (2, "us", 1, "b"), (3, "us", 1, "c"), (4, "eu", 5, "d2"), (60, "us", 5, "ours-60")])
+
+    table = java("insert_overwrite", [(70, "us", 1, "java-overwrite")])
+    table.upsert(spark.createDataFrame([(70, "us", 6, "ours-70"), (2, "us", 6, "back")], SCHEMA))
+    table.delete(spark.createDataFrame([(1,)], "id long"))
+    assert agree(table, hudi_spark, "our writes after Hudi's insert_overwrite") == _data(
+        [(2, "us", 6, "back"), (4, "eu", 5, "d2"), (70, "us", 6, "ours-70")])
+
+
+def test_a_table_hudi_wrote_with_its_metadata_table_is_refused_until_we_drop_it(spark, hudi_spark, tmp_path):
+    path = str(tmp_path / "java_defaults")
+    options = {
+        "hoodie.table.name": "accounts", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "region", "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.hive_style_partitioning": "true", "hoodie.datasource.write.operation": "upsert",
+        "hoodie.write.table.version": "6", "hoodie.write.auto.upgrade": "false",  # the metadata table left on
+    }
+    hudi_spark.write(path, [{"id": 1, "region": "eu", "ts": 1, "v": "a"}, {"id": 2, "region": "us", "ts": 1, "v": "b"}],
+                     SCHEMA, options)
+    assert (tmp_path / "java_defaults" / ".hoodie" / "metadata").is_dir()
+    table = HudiTable.open(spark, path)
+    batch = spark.createDataFrame([(2, "us", 2, "ours"), (3, "eu", 2, "c")], SCHEMA)
+    with pytest.raises(Exception, match="drop_metadata_table=true"):
+        table.upsert(batch)
+    assert agree(table, hudi_spark, "after the refused write") == _data([(1, "eu", 1, "a"), (2, "us", 1, "b")])
+
+    assert table.drop_metadata_table() is True
+    assert not (tmp_path / "java_defaults" / ".hoodie" / "metadata").exists()
+    properties = (tmp_path / "java_defaults" / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=\n" in properties and "hoodie.table.name=accounts" in properties
+    table.upsert(batch)
+    assert agree(table, hudi_spark, "our upsert after the drop") == _data(
+        [(1, "eu", 1, "a"), (2, "us", 2, "ours"), (3, "eu", 2, "c")])
+    # Hudi's writer continues it with the metadata table off, as the error says.
+    hudi_spark.write(path, [{"id": 4, "region": "us", "ts": 3, "v": "java"}], SCHEMA,
+                     dict(options, **{"hoodie.metadata.enable": "false"}))
+    table = HudiTable.open(spark, path)
+    table.upsert(spark.createDataFrame([(4, "us", 4, "ours-4")], SCHEMA))
+    assert agree(table, hudi_spark, "our upsert after Hudi's") == _data(
+        [(1, "eu", 1, "a"), (2, "us", 2, "ours"), (3, "eu", 2, "c"), (4, "us", 4, "ours-4")])
+    assert HudiTable.open(spark, path).drop_metadata_table() is False
+
+
+def test_a_hudi_1_writer_without_the_version_settings_upgrades_the_table_which_we_then_refuse(spark, hudi_spark, tmp_path):
+    from dbt.adapters.hudilite.table.errors import ConfigurationError
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
+                             precombine="ts")
+    table.upsert(spark.createDataFrame([(1, "eu", 1, "a")], SCHEMA))
+    options = hudi_options(table, "upsert", "default")
+    del options["hoodie.write.table.version"], options["hoodie.write.auto.upgrade"]
+    hudi_spark.write(table.path, [{"id": 2, "region": "us", "ts": 1, "v": "java"}], SCHEMA, options)
+    properties = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
+    if hudi_spark.version.startswith("0."):  # 0.15 writes version 6 only
+        assert "hoodie.table.version=6" in properties
+        HudiTable.open(spark, table.path).upsert(spark.createDataFrame([(3, "eu", 1, "c")], SCHEMA))
+        return
+    assert "hoodie.table.version=6" not in properties
+    with pytest.raises(ConfigurationError, match="hoodie.write.table.version=6 and hoodie.write.auto.upgrade=false"):
+        HudiTable.open(spark, table.path)
