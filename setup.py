@@ -16,11 +16,13 @@ setup(
         "pandas>=2.2,<3",  # pyspark needs it for mapInArrow
         "agate",
         "fastavro>=1.9",  # Hudi's Avro timeline metadata: clean, savepoint and restore instants
+        "obstore>=0.12,<0.13",  # tables on S3, GCS, Azure: conditional puts (table/object_store.py)
     ],
     extras_require={
         "connect": ["pyspark[connect]>=3.5,<5"],  # method: connect (a Spark Connect server)
         "bench": ["deltalake>=1.0,<2", "matplotlib>=3.8"],  # benchmarks/run.py: the delta-rs peer, the charts
-        "test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter", "pyspark[connect]>=3.5,<5"],
+        "test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter", "pyspark[connect]>=3.5,<5",
+                 "moto[server]>=5.0.15"],  # a local S3 server honouring If-None-Match (tests/core/test_object_storage.py)
     },
     entry_points={"console_scripts": ["hudilite = dbt.adapters.hudilite.cli:main"]},
 )

@@ -1,8 +1,10 @@
 """The file-system seam: every byte the core reads or writes goes through `Storage`.
 
-Built on pyarrow.fs so that a base path can be a local folder today and an object-store
-URI later. A `Storage` is rebuilt from its URI on each executor (it pickles as the URI),
-so nothing here assumes the driver and the executors share a process.
+Built on pyarrow.fs for a local folder (and other file systems pyarrow knows); an object-store
+URI (`s3://`, `gs://`, `az://`, `abfss://`) gives an `ObjectStorage` (`object_store`), which
+keeps the same contract with conditional puts instead of renames. A `Storage` is rebuilt from
+its URI on each executor (it pickles as the URI), so nothing here assumes the driver and the
+executors share a process.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ def normalize_base_path(path: str) -> str:
 
 
 class Storage:
+    supports_conditional_update = False  # put_if / read_versioned (object stores)
+
+    def __new__(cls, base_path: str, *args, **kwargs):
+        if cls is Storage and "://" in base_path:
+            from .object_store import ObjectStorage, is_object_store_uri
+            if is_object_store_uri(base_path):
+                return super().__new__(ObjectStorage)
+        return super().__new__(cls)
+
     def __init__(self, base_path: str):
         self.base_path = normalize_base_path(base_path)
         if "://" in self.base_path:

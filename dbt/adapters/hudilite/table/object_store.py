@@ -1,0 +1,598 @@
+"""`Storage` on an object store (S3 and S3-compatible stores; GCS and Azure through the same
+library), built on obstore, the Python bindings of Rust's `object_store`.
+
+What differs from a file system, and how each method keeps the `Storage` contract:
+- No rename. `write_atomic` is one PUT: an object store shows a PUT whole or not at all, so
+  no temporary file is needed. A completed timeline instant is written create-if-absent
+  (S3 `If-None-Match: *`, GCS `ifGenerationMatch=0`, Azure `If-None-Match: *`).
+- No exclusive create. `create_exclusive` is a create-if-absent PUT: the store refuses the
+  second writer, whatever the timing. Before its first one, a process checks once per store
+  that the store really refuses (a store that silently overwrites is one clear error).
+- No mtime update. `touch` (the writers' heartbeats) rewrites the object only if its ETag is
+  the one just read, so a heartbeat never overwrites a tombstone written meanwhile.
+- No folders. `make_dirs` does nothing; `exists` of a folder is "some key under it";
+  listings are paginated and scoped to the prefix; `delete_dir` deletes in batches of 1,000
+  keys (S3 DeleteObjects).
+- Uploads. `open_output` streams a multipart upload once the data passes the buffer size;
+  the object appears only when the stream is closed after a success. A stream closed while
+  an exception propagates, or aborted, or left by a killed process, leaves no object (a
+  killed process leaves unfinished parts, which a bucket lifecycle rule removes).
+- Transient errors. The library retries 5xx and connection errors with exponential backoff;
+  a throttling answer (503 SlowDown, 429) that still comes through is retried here too.
+- Settings. Nothing but the URI travels with a `Storage`: each process (the driver, every
+  Spark executor) builds its own client from `configure()`d settings or the environment
+  (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ALLOW_HTTP`, ...), and credentials from the
+  standard chains (environment, web identity, container and instance roles; an AWS profile
+  through boto3 when `AWS_PROFILE` or ~/.aws is there; GCP application default credentials;
+  Azure environment).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import posixpath
+import random
+import sys
+import threading
+import time
+import uuid
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
+from urllib.parse import urlparse
+
+import pyarrow as pa
+
+from .errors import ConfigurationError, HudiliteError
+from .storage import Storage
+
+T = TypeVar("T")
+
+S3_SCHEMES = ("s3", "s3a")
+GCS_SCHEMES = ("gs", "gcs")
+AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
+SCHEMES = S3_SCHEMES + GCS_SCHEMES + AZURE_SCHEMES
+
+DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1,000 keys
+UPLOAD_BUFFER_BYTES = 16 * 1024 * 1024  # one PUT below it; parts of this size above it
+THROTTLE_RETRIES = 8
+
+# Settings that are not secrets, by URI prefix (`configure`); executors have none and use
+# their environment.
+_settings: Dict[str, Dict[str, object]] = {}
+_stores: Dict[Tuple, object] = {}
+_stores_guard = threading.Lock()
+_verified: Dict[Tuple, bool] = {}
+
+
+class ObjectStoreError(HudiliteError, RuntimeError):
+    """The object store cannot hold a table safely (no conditional puts), or refused us."""
+
+
+def is_object_store_uri(path: str) -> bool:
+    return "://" in path and path.split("://", 1)[0].lower() in SCHEMES
+
+
+def configure(prefix: str, **settings) -> None:
+    """Settings for every table under `prefix` (`s3://bucket` or `s3://bucket/some/prefix`) in
+    this process: `endpoint`, `region`, `allow_http`, `virtual_hosted_style_request`, or any
+    obstore config key. Another process (a Spark executor) reads its environment instead:
+    see `object_store_settings` for the Spark side. Credentials belong to the standard chains,
+    not here."""
+    _settings[prefix.rstrip("/")] = {k: v for k, v in settings.items() if v is not None}
+    with _stores_guard:
+        _stores.clear()
+
+
+def settings_for(uri: str) -> Dict[str, object]:
+    """The `configure`d settings whose prefix is the longest that covers `uri`."""
+    best, found = -1, {}
+    for prefix, settings in _settings.items():
+        if (uri == prefix or uri.startswith(prefix + "/")) and len(prefix) > best:
+            best, found = len(prefix), settings
+    return dict(found)
+
+
+def _split(uri: str) -> Tuple[str, str, str]:
+    """(scheme, bucket or container, key prefix) of an object-store URI."""
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower()
+    bucket = parsed.netloc
+    root = parsed.path.strip("/")
+    if scheme in ("abfs", "abfss") and "@" in bucket:  # abfss://container@account.dfs.core.windows.net/path
+        bucket = bucket.split("@", 1)[0]
+    if not bucket:
+        raise ConfigurationError(f"{uri}: an object-store location names its bucket (s3://bucket/prefix)")
+    return scheme, bucket, root
+
+
+def _truthy(value) -> bool:
+    return str(value).lower() in ("1", "true", "yes", "on")
+
+
+def _aws_profile_provider():
+    """boto3's credential chain (profiles, SSO, assume-role) when the environment points at a
+    profile and has no keys of its own; None otherwise (obstore's own chain then applies)."""
+    if os.environ.get("AWS_ACCESS_KEY_ID"):
+        return None
+    if not (os.environ.get("AWS_PROFILE") or os.path.exists(os.path.expanduser("~/.aws/credentials"))
+            or os.path.exists(os.path.expanduser("~/.aws/config"))):
+        return None
+    try:
+        import boto3
+        from obstore.auth.boto3 import Boto3CredentialProvider
+    except ImportError:
+        return None
+    session = boto3.Session()
+    return Boto3CredentialProvider(session) if session.get_credentials() is not None else None
+
+
+def _build_store(scheme: str, bucket: str, settings: Dict[str, object]):
+    from obstore.store import AzureStore, GCSStore, S3Store
+
+    settings = dict(settings)
+    client_options = {}
+    allow_http = settings.pop("allow_http", None)
+    if allow_http is None:
+        endpoint = str(settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
+                       or os.environ.get("AWS_ENDPOINT") or "")
+        allow_http = _truthy(os.environ.get("AWS_ALLOW_HTTP", "")) or endpoint.startswith("http://")
+    if allow_http:
+        client_options["allow_http"] = True
+    retry_config = {"max_retries": 10, "retry_timeout": dt.timedelta(minutes=3),
+                    "backoff": {"init_backoff": dt.timedelta(milliseconds=100),
+                                "max_backoff": dt.timedelta(seconds=15), "base": 2}}
+    if scheme in S3_SCHEMES:
+        if "virtual_hosted_style_request" not in settings and (settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
+                                                             or os.environ.get("AWS_ENDPOINT")):
+            settings["virtual_hosted_style_request"] = False  # S3-compatible servers: path style
+        if "region" not in settings and not (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
+            settings["region"] = "us-east-1"
+        provider = _aws_profile_provider()
+        return S3Store(bucket, config=settings, client_options=client_options, retry_config=retry_config,
+                       **({"credential_provider": provider} if provider is not None else {}))
+    if scheme in GCS_SCHEMES:
+        return GCSStore(bucket, config=settings, client_options=client_options, retry_config=retry_config)
+    return AzureStore(bucket, config=settings, client_options=client_options, retry_config=retry_config)
+
+
+def store_for(uri: str):
+    """The obstore client of `uri`'s bucket in this process (one per bucket and settings, so
+    that every `Storage` of a bucket shares its connections)."""
+    scheme, bucket, _ = _split(uri)
+    settings = settings_for(uri)
+    key = (scheme, bucket, tuple(sorted((k, str(v)) for k, v in settings.items())))
+    with _stores_guard:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = _build_store(scheme, bucket, settings)
+        return store
+
+
+def _is_throttled(err: Exception) -> bool:
+    text = str(err)
+    return any(s in text for s in ("429", "Too Many Requests", "SlowDown", "503 Service Unavailable"))
+
+
+def _retrying(call: Callable[[], T]) -> T:
+    """`call`, again after a throttling answer the library gave up on (exponential backoff
+    with jitter). Only answers where the store refused the request are retried here, so a
+    conditional put is never sent twice after the store may have applied it. The store's
+    errors leave as the builtin ones a file system raises (FileNotFoundError, PermissionError,
+    OSError), so callers above the seam treat both alike; refused conditional puts stay
+    obstore's AlreadyExistsError and PreconditionError."""
+    from obstore.exceptions import (GenericError, NotFoundError, PermissionDeniedError,
+                                    UnauthenticatedError)
+
+    pause = 0.2
+    for attempt in range(THROTTLE_RETRIES + 1):
+        try:
+            return call()
+        except NotFoundError as err:
+            raise FileNotFoundError(str(err)) from err
+        except (PermissionDeniedError, UnauthenticatedError) as err:
+            raise PermissionError(str(err)) from err
+        except GenericError as err:
+            if attempt < THROTTLE_RETRIES and _is_throttled(err):
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 10.0)
+                continue
+            raise OSError(str(err)) from err
+    raise AssertionError("unreachable")
+
+
+def _not_found(err: Exception) -> bool:
+    from obstore.exceptions import NotFoundError
+    return isinstance(err, (FileNotFoundError, NotFoundError))
+
+
+def _refused(err: Exception) -> bool:
+    """A conditional put the store refused: the object exists (create) or changed (update).
+    S3 answers 412, or 409 ConditionalRequestConflict to a racing conditional put."""
+    from obstore.exceptions import AlreadyExistsError, PreconditionError
+    return (isinstance(err, (AlreadyExistsError, PreconditionError, FileExistsError))
+            or "ConditionalRequestConflict" in str(err) or "409 Conflict" in str(err))
+
+
+class _Upload:
+    """A write-only file over one object: buffered, then multipart above the buffer size. The
+    object is there only after `close()` at the end of a successful write; `abort()`, or a
+    close while an exception propagates (a failing task's cleanup), leaves none."""
+
+    def __init__(self, store, key: str):
+        import obstore
+        self._writer = obstore.open_writer(store, key, buffer_size=UPLOAD_BUFFER_BYTES)
+        self._position = 0
+        self.closed = False
+
+    def write(self, data) -> int:
+        view = data if isinstance(data, bytes) else memoryview(data).cast("B")  # pyarrow hands signed chars
+        self._writer.write(view)
+        self._position += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        pass  # parts go up when the buffer fills; nothing is visible before close anyway
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def abort(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            with self._writer:  # leaving the block with an exception aborts the upload
+                raise _Abort()
+        except _Abort:
+            pass
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        if sys.exc_info()[0] is not None:
+            self.abort()
+            return
+        self.closed = True
+        _retrying(self._writer.close)
+
+    def __del__(self):
+        if not self.closed:  # dropped unfinished: never publish a half-written object
+            try:
+                self.abort()
+            except Exception:
+                pass
+
+
+class _Abort(Exception):
+    pass
+
+
+class _Reader:
+    """A random-access read-only file over one object (ranged GETs), for pyarrow."""
+
+    def __init__(self, store, key: str):
+        import obstore
+        self._reader = obstore.open_reader(store, key, buffer_size=1024 * 1024)
+        self.closed = False
+
+    def read(self, size: int = -1):
+        data = self._reader.read(None if size is None or size < 0 else size)
+        return memoryview(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._reader.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._reader.tell()
+
+    def size(self) -> int:
+        return self._reader.size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._reader.close()
+
+
+class ObjectStorage(Storage):
+    """`Storage` for `s3://`, `s3a://`, `gs://`, `az://`, `abfss://` base paths."""
+
+    supports_conditional_update = True
+
+    def __init__(self, base_path: str):
+        self.base_path = base_path.rstrip("/")
+        self.scheme, self.bucket, self.root = _split(self.base_path)
+        self.is_local = False
+        self._store = None
+        self._pyarrow_fs = None
+
+    def __reduce__(self):
+        return (Storage, (self.base_path,))
+
+    @property
+    def store(self):
+        if self._store is None:
+            self._store = store_for(self.base_path)
+        return self._store
+
+    def key(self, rel: str) -> str:
+        rel = rel.strip("/")
+        return posixpath.join(self.root, rel) if self.root and rel else (self.root or rel)
+
+    def full_path(self, rel: str) -> str:
+        """`bucket/key`: a path for `filesystem` (pyarrow's filesystem of this store)."""
+        return posixpath.join(self.bucket, self.key(rel)) if self.key(rel) else self.bucket
+
+    # ---- reads -------------------------------------------------------------------------
+    def _head(self, rel: str):
+        import obstore
+        try:
+            return _retrying(lambda: obstore.head(self.store, self.key(rel)))
+        except Exception as err:
+            if _not_found(err):
+                return None
+            raise
+
+    def _is_prefix(self, rel: str) -> bool:
+        """Whether some object lies under `rel/` (a "folder" exists when something is in it)."""
+        import obstore
+
+        def first_page():
+            for chunk in obstore.list(self.store, self.key(rel) + "/", chunk_size=1):
+                return len(chunk) > 0
+            return False
+        return _retrying(first_page)
+
+    def exists(self, rel: str) -> bool:
+        return self._head(rel) is not None or self._is_prefix(rel)
+
+    def _meta(self, rel: str):
+        meta = self._head(rel)
+        if meta is None:
+            raise FileNotFoundError(self.uri(rel))
+        return meta
+
+    def size(self, rel: str) -> int:
+        return self._meta(rel)["size"]
+
+    def mtime_seconds(self, rel: str) -> float:
+        return self._meta(rel)["last_modified"].timestamp()
+
+    def read_versioned(self, rel: str) -> Optional[Tuple[bytes, dict]]:
+        """(content, version) of `rel`, None when it does not exist; the version is what a
+        conditional `put_if` compares with."""
+        import obstore
+        try:
+            result = _retrying(lambda: obstore.get(self.store, self.key(rel)))
+            data = bytes(result.bytes())
+        except Exception as err:
+            if _not_found(err):
+                return None
+            raise
+        meta = result.meta
+        return data, {"e_tag": meta.get("e_tag"), "version": meta.get("version")}
+
+    def read_bytes(self, rel: str) -> bytes:
+        found = self.read_versioned(rel)
+        if found is None:
+            raise FileNotFoundError(self.uri(rel))
+        return found[0]
+
+    # ---- writes ------------------------------------------------------------------------
+    def _put(self, rel: str, data, mode=None):
+        import obstore
+        payload = data if isinstance(data, bytes) else memoryview(data).cast("B")  # Arrow buffers: signed chars
+        return _retrying(lambda: obstore.put(self.store, self.key(rel), payload, mode=mode,
+                                             use_multipart=False if mode not in (None, "overwrite") else None))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        self._put(rel, data)
+
+    def write_atomic(self, rel: str, data, tmp_dir: str) -> None:
+        """One PUT: readers see all of it or nothing (no temporary object, no copy). A completed
+        timeline instant is created only if absent: it is never replaced."""
+        if _is_completed_instant(rel):
+            from .lock import check_lease
+            check_lease(self)  # publishing under a lease that may have passed to another writer: refuse
+            if not self.create_exclusive(rel, bytes(data) if not isinstance(data, bytes) else data):
+                if self.read_bytes(rel) != bytes(data):
+                    raise ObjectStoreError(f"{self.uri(rel)} exists with other content; it is never replaced")
+            return
+        self._put(rel, data)
+
+    def put_if(self, rel: str, data: bytes, version: Optional[dict]) -> Optional[dict]:
+        """Write `rel` only if it is absent (`version` None) or still at `version`; its new
+        version, or None when the store refused (another writer got there first)."""
+        mode = "create" if version is None else {k: v for k, v in version.items() if v is not None}
+        if version is None:
+            self.verify_conditional_puts()
+        try:
+            result = self._put(rel, data, mode=mode)
+        except Exception as err:
+            if _refused(err):
+                return None
+            raise
+        return {"e_tag": result.get("e_tag"), "version": result.get("version")}
+
+    def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
+        return self.put_if(rel, data, None) is not None
+
+    def verify_conditional_puts(self, probe_dir: str = ".hoodie/.hudilite/probe", force: bool = False) -> None:
+        """Once per process and bucket: does the store refuse a second create-if-absent PUT?
+        A store that silently overwrites would let two writers claim one instant."""
+        key = (self.scheme, self.bucket, tuple(sorted(settings_for(self.base_path).items())))
+        if _verified.get(key) and not force:
+            return
+        import obstore
+        probe = self.key(posixpath.join(probe_dir, uuid.uuid4().hex))
+        try:
+            _retrying(lambda: obstore.put(self.store, probe, b"1", mode="create"))
+            try:
+                _retrying(lambda: obstore.put(self.store, probe, b"2", mode="create"))
+            except Exception as err:
+                if _refused(err):
+                    _verified[key] = True
+                    return
+                raise
+            raise ObjectStoreError(
+                f"{self.scheme}://{self.bucket}: the store accepted a second create-if-absent PUT of one key "
+                "(it ignores If-None-Match), so two writers could claim one instant; hudilite writes tables only "
+                "to stores with conditional puts (AWS S3, GCS, Azure, MinIO, R2, moto >= 5.0.15)")
+        except Exception as err:
+            from obstore.exceptions import NotSupportedError
+            if isinstance(err, NotSupportedError):
+                raise ObjectStoreError(f"{self.scheme}://{self.bucket}: conditional puts are not supported: {err}") from None
+            raise
+        finally:
+            try:
+                obstore.delete(self.store, probe)
+            except Exception:
+                pass
+
+    def touch(self, rel: str) -> None:
+        """Renew `rel`'s modification time by rewriting it, only if nobody changed it since we
+        read it (a heartbeat must not overwrite a tombstone written meanwhile)."""
+        found = self.read_versioned(rel)
+        if found is None:
+            raise FileNotFoundError(self.uri(rel))
+        self.put_if(rel, found[0], found[1])
+
+    def make_dirs(self, rel: str) -> None:
+        pass  # an object store has no folders
+
+    # ---- listings ----------------------------------------------------------------------
+    def list_names(self, rel: str) -> List[str]:
+        import obstore
+        prefix = self.key(rel)
+        result = _retrying(lambda: obstore.list_with_delimiter(self.store, prefix or None))
+        names = [posixpath.basename(p.rstrip("/")) for p in result["common_prefixes"]]
+        return names + [posixpath.basename(o["path"]) for o in result["objects"]]
+
+    def _objects(self, rel: str) -> Iterable[dict]:
+        import obstore
+        prefix = self.key(rel)
+        def pages():
+            return [chunk for chunk in obstore.list(self.store, prefix or None, chunk_size=1000)]
+        for chunk in _retrying(pages):
+            yield from chunk
+
+    def _relative(self, rel: str, path: str) -> str:
+        return posixpath.relpath(path, self.key(rel)) if self.key(rel) else path
+
+    def list_files_recursive(self, rel: str) -> List[str]:
+        return [self._relative(rel, o["path"]) for o in self._objects(rel)]
+
+    def list_files_with_mtimes(self, rel: str) -> List[Tuple[str, int]]:
+        return [(self._relative(rel, o["path"]), int(o["last_modified"].timestamp() * 1_000_000) * 1000)
+                for o in self._objects(rel)]
+
+    def list_files_with_sizes(self, rel: str) -> List[Tuple[str, int]]:
+        return [(self._relative(rel, o["path"]), o["size"]) for o in self._objects(rel)]
+
+    # ---- deletes -----------------------------------------------------------------------
+    def delete_file(self, rel: str) -> None:
+        import obstore
+        try:
+            _retrying(lambda: obstore.delete(self.store, self.key(rel)))
+        except Exception as err:
+            if not _not_found(err):
+                raise
+
+    def delete_keys(self, keys: List[str]) -> None:
+        import obstore
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = keys[start:start + DELETE_BATCH]
+            _retrying(lambda: obstore.delete(self.store, batch))
+
+    def delete_dir(self, rel: str) -> None:
+        """Every object under `rel` (there is no folder to remove), 1,000 keys a request."""
+        self.delete_keys([o["path"] for o in self._objects(rel)])
+
+    # ---- streams -----------------------------------------------------------------------
+    def open_input(self, rel: str):
+        try:
+            return pa.PythonFile(_Reader(self.store, self.key(rel)), mode="r")
+        except Exception as err:
+            if _not_found(err):
+                raise FileNotFoundError(self.uri(rel)) from None
+            raise
+
+    def open_output(self, rel: str):
+        return pa.PythonFile(_Upload(self.store, self.key(rel)), mode="w")
+
+    @property
+    def filesystem(self):
+        """pyarrow's filesystem of the same store (for callers that want one; it cannot rename
+        folders)."""
+        if self._pyarrow_fs is None:
+            import pyarrow.fs as pafs
+            if self.scheme not in S3_SCHEMES:
+                self._pyarrow_fs = pafs.FileSystem.from_uri(self.base_path.replace(self.scheme + "://", "gs://", 1)
+                                                            if self.scheme in GCS_SCHEMES else self.base_path)[0]
+            else:
+                settings = settings_for(self.base_path)
+                endpoint = (settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
+                            or os.environ.get("AWS_ENDPOINT"))
+                kwargs = {}
+                if endpoint:
+                    parsed = urlparse(str(endpoint))
+                    kwargs["endpoint_override"] = parsed.netloc or str(endpoint)
+                    kwargs["scheme"] = parsed.scheme or "https"
+                    kwargs["force_virtual_addressing"] = False
+                region = settings.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+                kwargs["region"] = str(region or "us-east-1")
+                self._pyarrow_fs = pafs.S3FileSystem(**kwargs)
+        return self._pyarrow_fs
+
+
+def check_location(uri: str) -> None:
+    """What `dbt debug` should run for an object-store `location_root`: the bucket exists, this
+    host may write, read and delete there, and the store honours conditional puts. One
+    `ObjectStoreError` naming the cause otherwise; the probe objects are removed."""
+    storage = Storage(uri)
+    if not isinstance(storage, ObjectStorage):
+        return
+    probe = posixpath.join(".hudilite-check", uuid.uuid4().hex)
+    where = f"{storage.scheme}://{storage.bucket}"
+    try:
+        storage.write_bytes(probe, b"hudilite")
+        if storage.read_bytes(probe) != b"hudilite":
+            raise ObjectStoreError(f"{uri}: an object written there read back different")
+        storage.verify_conditional_puts(probe_dir=".hudilite-check", force=True)
+    except FileNotFoundError as err:
+        raise ObjectStoreError(f"{uri}: bucket {where} not found ({_first_line(err)})") from None
+    except PermissionError as err:
+        raise ObjectStoreError(f"{uri}: no permission to write to {where} with this host's credentials "
+                               f"({_first_line(err)})") from None
+    except OSError as err:
+        raise ObjectStoreError(f"{uri}: cannot reach {where} ({_first_line(err)})") from None
+    finally:
+        try:
+            storage.delete_file(probe)
+        except Exception:
+            pass
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+
+
+def _is_completed_instant(rel: str) -> bool:
+    from .instant import COMPLETED, parse_instant_file_name
+    from .layout import HOODIE_DIR
+    if posixpath.dirname(rel) != HOODIE_DIR:
+        return False
+    instant = parse_instant_file_name(posixpath.basename(rel))
+    return instant is not None and instant.state == COMPLETED

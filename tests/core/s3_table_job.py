@@ -1,0 +1,132 @@
+"""The core's writes on an `s3://` table, in a Spark session of its own with S3A on its class
+path (`object_store_settings.spark_conf`), for tests/core/test_object_storage.py: the shared
+`spark` fixture has no hadoop-aws, and a JVM cannot gain it once started.
+
+    python -m tests.core.s3_table_job BASE_URI SCENARIO [SCENARIO ...]   (tables at BASE_URI/SCENARIO)
+
+The endpoint and credentials come from the environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+...), as on a real host. Prints one JSON line: what the test compares with its own expectation
+and with hudi-rs.
+"""
+
+import json
+import os
+import sys
+
+
+def _rows(df):
+    return sorted([r["event_id"], r["region"], r["amount"]] for r in df.select("event_id", "region", "amount").collect())
+
+
+def main(base: str, scenarios) -> dict:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession, functions as F
+
+    from dbt.adapters.hudilite.object_store_settings import spark_conf
+    from dbt.adapters.hudilite.table import HudiTable
+
+    builder = (SparkSession.builder.master("local[2,2]").appName("hudilite-s3")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.sql.catalogImplementation", "in-memory")
+               .config("spark.pyspark.python", sys.executable))
+    for key, value in spark_conf(base).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+
+    def events(ids, region=None, amount=None):
+        df = spark.createDataFrame([(i,) for i in ids], "event_id long")
+        region_col = F.lit(region) if region else F.when(F.col("event_id") % 2 == 0, "us").otherwise("eu")
+        amount_col = F.lit(float(amount)) if amount is not None else F.col("event_id") * 0.5
+        return df.select("event_id", region_col.alias("region"), amount_col.alias("amount"))
+
+    results = {scenario: run(spark, events, HudiTable, f"{base}/{scenario}", scenario) for scenario in scenarios}
+    spark.stop()
+    return results
+
+
+def run(spark, events, HudiTable, base: str, scenario: str) -> dict:
+    out = {"instants": {}, "rows": {}}
+    if scenario == "keyed":
+        table = HudiTable.create(spark, base, "events", record_key="event_id", partition_by="region")
+        out["instants"]["insert"] = table.insert(events(range(0, 40)))
+        out["instants"]["upsert"] = table.upsert(events(range(30, 50), amount=-1))
+        out["instants"]["delete"] = table.delete(spark.createDataFrame([(i,) for i in range(0, 5)], "event_id long"))
+        out["instants"]["insert_overwrite"] = table.insert_overwrite(events(range(100, 103), region="eu"))
+    elif scenario == "append":
+        table = HudiTable.create(spark, base, "appends", partition_by="region")
+        out["instants"]["append_1"] = table.insert(events(range(0, 10)))
+        out["instants"]["append_2"] = table.insert(events(range(10, 15)))
+        out["instants"]["overwrite_table"] = table.insert_overwrite_table(events(range(20, 23), region="apac"))
+    elif scenario == "conflict":
+        # Writer A's upsert is between its files and its publish when writer B (another handle)
+        # rewrites the same file group and publishes: A must fail, leave nothing, and succeed on retry.
+        from dbt.adapters.hudilite.table import ConcurrentWriteError
+        table = HudiTable.create(spark, base, "events", record_key="event_id", partition_by="region")
+        out["instants"]["insert"] = table.insert(events(range(0, 6)))
+        other = HudiTable.open(spark, base)
+        ctx, theirs = table.context, []
+        publish = ctx.commit
+
+        def commit_after_the_other(txn, *args, **kwargs):
+            ctx.commit = publish
+            theirs.append(other.upsert(events([2], amount=-2)))
+            return publish(txn, *args, **kwargs)
+
+        ctx.commit = commit_after_the_other
+        try:
+            table.upsert(events([0], amount=-1))
+            out["conflict"] = None
+        except ConcurrentWriteError as err:
+            out["conflict"] = str(err)
+        out["instants"]["theirs"] = theirs[0]
+        out["parquet_after_conflict"] = sorted(p for p in table.context.storage.list_files_recursive("")
+                                               if p.endswith(".parquet") and not p.startswith(".hoodie"))
+        out["committed_after_conflict"] = sorted(st.path for i in table.timeline() if i.is_completed
+                                                 for st in table.commit_metadata(i).write_stats)
+        out["instants"]["retry"] = table.upsert(events([0], amount=-1))
+    elif scenario == "race":
+        # Two writers (threads with their own handles: every step between them goes through the
+        # store) update keys of one file group at the same time, retrying on conflicts.
+        import threading
+        from dbt.adapters.hudilite.table import ConcurrentWriteError
+        table = HudiTable.create(spark, base, "events", record_key="event_id", partition_by="region")
+        out["instants"]["insert"] = table.insert(events(range(0, 20, 2)))  # one partition, one file group
+        conflicts, errors = [], []
+
+        def writer(keys):
+            mine = HudiTable.open(spark, base)
+            for key in keys:
+                for _ in range(20):
+                    try:
+                        mine.upsert(events([key], amount=-key))
+                        break
+                    except ConcurrentWriteError as err:
+                        conflicts.append(str(err)[:200])
+                else:
+                    errors.append(f"key {key}: gave up")
+
+        threads = [threading.Thread(target=writer, args=(keys,)) for keys in ([0, 2, 4], [10, 12, 14])]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        out["conflicts"], out["errors"] = conflicts, errors
+    else:
+        raise SystemExit(f"unknown scenario {scenario}")
+    for name, instant in out["instants"].items():
+        out["rows"][name] = _rows(table.read(as_of=instant))
+    if scenario == "keyed":  # after the time-travel reads: the cleaner takes the old snapshots away
+        plan = table.clean(retain_commits=1)
+        out["cleaned"] = sorted(f.path for f in plan.files_to_delete)
+        out["after_clean"] = sorted(p for p in table.context.storage.list_files_recursive("") if p.endswith(".parquet")
+                                    and not p.startswith(".hoodie"))
+    out["rows"]["latest"] = _rows(table.read())
+    out["timeline"] = [[i.timestamp, i.action, i.state] for i in table.timeline()]
+    out["base_files"] = sorted(f.path for f in table.latest_base_files())
+    out["validate"] = table.validate()
+    return out
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps(main(sys.argv[1], sys.argv[2:])), flush=True)

@@ -1,0 +1,473 @@
+"""Tables on S3 through the `Storage` seam, against a local S3 server (moto's server mode, which
+honours `If-None-Match` and `If-Match` on PutObject), started once for the session on 127.0.0.1.
+
+moto checks a precondition and stores the object in two steps, not atomically across its
+threads, so races are tested deterministically: the competing request is injected between the
+listing and the conditional put, not left to timing.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import obstore
+from dbt.adapters.hudilite.table import object_store
+from dbt.adapters.hudilite.table.errors import ConcurrentWriteError
+from dbt.adapters.hudilite.table.layout import LOCK_FILE, WRITERS_DIR, writer_path
+from dbt.adapters.hudilite.table.lock import TableLock
+from dbt.adapters.hudilite.table.object_store import ObjectStorage, ObjectStoreError
+from dbt.adapters.hudilite.table.storage import Storage
+from dbt.adapters.hudilite.table import transaction
+
+BUCKET = "hudilite-tests"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A moto S3 server on a free port for the whole run; stopped at the end."""
+    port = _free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"moto_server did not start on {endpoint}")
+            time.sleep(0.2)
+    yield endpoint
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def s3(s3_server):
+    """The environment a host would have (endpoint, region, credentials), a fresh bucket."""
+    env = dict(CREDENTIALS, AWS_ENDPOINT_URL=s3_server, AWS_ALLOW_HTTP="true")
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    object_store._stores.clear()
+    import boto3
+    boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    yield s3_server
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    object_store._stores.clear()
+
+
+@pytest.fixture
+def table_uri(s3):
+    return f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+
+def _boto(endpoint):
+    import boto3
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+
+
+def _object_exists(storage, rel):
+    return storage._head(rel) is not None
+
+
+# ---- the seam ------------------------------------------------------------------------------
+def test_object_store_uris_get_object_storage_and_local_paths_do_not(table_uri, tmp_path):
+    assert isinstance(Storage(table_uri), ObjectStorage)
+    assert isinstance(Storage(table_uri.replace("s3://", "s3a://")), ObjectStorage)
+    local = Storage(str(tmp_path))
+    assert type(local) is Storage and local.is_local
+    import pickle
+    again = pickle.loads(pickle.dumps(Storage(table_uri)))  # what a Spark task receives
+    assert isinstance(again, ObjectStorage) and again.base_path == table_uri
+
+
+def test_create_exclusive_refuses_a_second_writer_in_another_process(table_uri):
+    storage = Storage(table_uri)
+    assert storage.create_exclusive(writer_path("20260101000000001"), b'{"who": "first"}')
+    code = ("import sys; from dbt.adapters.hudilite.table.storage import Storage; "
+            f"sys.exit(0 if Storage({table_uri!r}).create_exclusive({writer_path('20260101000000001')!r}, b'x') else 3)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 3
+    assert storage.read_bytes(writer_path("20260101000000001")) == b'{"who": "first"}'
+
+
+def test_a_claim_made_between_listing_and_put_moves_the_writer_to_the_next_time(table_uri, monkeypatch):
+    """Writer A lists, picks T; writer B claims T before A's conditional put reaches the store:
+    the store refuses A, A claims the next time, B's claim is untouched."""
+    storage, other = Storage(table_uri), Storage(table_uri)
+    storage.write_bytes(".hoodie/20260101000000000.commit", b"{}")
+    injected = []
+    real_list = ObjectStorage.list_names
+
+    def listing_then_competitor(self, rel):
+        names = real_list(self, rel)
+        if rel == WRITERS_DIR and not injected:
+            injected.append("20260101000000001")
+            assert other.create_exclusive(writer_path("20260101000000001"), b'{"who": "B"}')
+        return names
+
+    monkeypatch.setattr(ObjectStorage, "list_names", listing_then_competitor)
+    mine = transaction._claim_time(storage, {"who": "A"})
+    assert injected == ["20260101000000001"]
+    assert mine > "20260101000000001"
+    assert storage.read_bytes(writer_path("20260101000000001")) == b'{"who": "B"}'
+    assert json.loads(storage.read_bytes(writer_path(mine))) == {"who": "A"}
+
+
+def test_completed_instant_is_one_create_if_absent_put_never_replaced(table_uri):
+    storage = Storage(table_uri)
+    path = ".hoodie/20260101000000001.commit"
+    storage.write_atomic(path, b'{"a": 1}', ".hoodie/.hudilite/tmp")
+    storage.write_atomic(path, b'{"a": 1}', ".hoodie/.hudilite/tmp")  # the same bytes again: a retried publish
+    with pytest.raises(ObjectStoreError, match="never replaced"):
+        storage.write_atomic(path, b'{"a": 2}', ".hoodie/.hudilite/tmp")
+    assert storage.read_bytes(path) == b'{"a": 1}'
+    storage.write_atomic(".hoodie/.hudilite/clean.json", b"1", ".hoodie/.hudilite/tmp")
+    storage.write_atomic(".hoodie/.hudilite/clean.json", b"2", ".hoodie/.hudilite/tmp")  # state files are replaced
+    assert storage.read_bytes(".hoodie/.hudilite/clean.json") == b"2"
+    assert storage.list_files_recursive(".hoodie/.hudilite/tmp") == []  # no temporary objects
+
+
+def test_heartbeat_never_overwrites_a_tombstone_written_meanwhile(table_uri, monkeypatch):
+    storage = Storage(table_uri)
+    claim = writer_path("20260101000000001")
+    storage.write_bytes(claim, b'{"state": "writing"}')
+    real_read = ObjectStorage.read_versioned
+
+    def read_then_rolled_back(self, rel):
+        found = real_read(self, rel)
+        Storage(table_uri).write_bytes(claim, b'{"state": "rolled_back"}')  # another writer's rollback
+        return found
+
+    monkeypatch.setattr(ObjectStorage, "read_versioned", read_then_rolled_back)
+    storage.touch(claim)
+    monkeypatch.undo()
+    assert storage.read_bytes(claim) == b'{"state": "rolled_back"}'
+    before = storage.mtime_seconds(claim)
+    time.sleep(1.1)
+    storage.touch(claim)  # no one in between: the heartbeat lands
+    assert storage.mtime_seconds(claim) > before
+    assert storage.read_bytes(claim) == b'{"state": "rolled_back"}'
+
+
+def test_listing_is_paginated_and_deletes_go_in_batches_of_1000(table_uri, monkeypatch):
+    storage = Storage(table_uri)
+    names = [f"part-{i:05d}.marker" for i in range(2100)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda n: storage.write_bytes(f".hoodie/.hudilite/markers/T/p/{n}", b""), names))
+    storage.write_bytes(".hoodie/.hudilite/markers/T2/other.marker", b"")  # a sibling prefix stays
+    assert sorted(storage.list_names(".hoodie/.hudilite/markers/T/p")) == names
+    assert sorted(storage.list_files_recursive(".hoodie/.hudilite/markers/T")) == sorted(f"p/{n}" for n in names)
+    batches = []
+    real_delete = obstore.delete
+    monkeypatch.setattr(obstore, "delete", lambda store, paths: (batches.append(len(paths) if isinstance(paths, list) else 1),
+                                                                 real_delete(store, paths))[1])
+    storage.delete_dir(".hoodie/.hudilite/markers/T")
+    assert batches == [1000, 1000, 100]
+    assert storage.list_files_recursive(".hoodie/.hudilite/markers/T") == []
+    assert storage.list_files_recursive(".hoodie/.hudilite/markers") == ["T2/other.marker"]
+
+
+def test_folders_are_prefixes_nothing_relies_on_them(table_uri):
+    storage = Storage(table_uri)
+    storage.make_dirs("region=us")  # no object
+    assert not storage.exists("region=us") and storage.list_files_recursive("") == []
+    storage.write_bytes("region=us/day=1/f.parquet", b"x")
+    assert storage.exists("region=us") and storage.exists("region=us/day=1/f.parquet")
+    assert not storage.exists("region=u")  # a prefix of a name is no folder
+    assert storage.list_names("") == ["region=us"] and storage.list_names("missing") == []
+    with pytest.raises(FileNotFoundError):
+        storage.read_bytes("region=us/none")
+    storage.delete_file("region=us/none")  # deleting what is gone is no error
+
+
+def test_large_file_goes_up_in_parts_and_reads_back_by_ranges(table_uri):
+    storage = Storage(table_uri)
+    table = pa.table({"k": pa.array(range(40_000)), "v": pa.array([os.urandom(1000) for _ in range(40_000)])})
+    with storage.open_output("p/big.parquet") as sink:
+        pq.write_table(table, sink, compression="none")
+    size = storage.size("p/big.parquet")
+    assert size > 2 * object_store.UPLOAD_BUFFER_BYTES  # more than one part
+    with storage.open_input("p/big.parquet") as source:
+        back = pq.ParquetFile(source)
+        assert back.metadata.num_rows == 40_000
+        last = back.read_row_group(back.num_row_groups - 1)
+        assert last.column("k")[-1].as_py() == 39_999 and last.column("v")[-1] == table.column("v")[-1]
+    assert _boto(os.environ["AWS_ENDPOINT_URL"]).list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []
+
+
+def test_a_failed_upload_leaves_no_object_and_no_parts(table_uri):
+    storage = Storage(table_uri)
+    for size in (1000, 3 * object_store.UPLOAD_BUFFER_BYTES):  # one PUT; a multipart upload under way
+        path = f"p/failed-{size}.parquet"
+        with pytest.raises(RuntimeError, match="task failed"):
+            sink = storage.open_output(path)
+            try:
+                sink.write(os.urandom(size))
+                raise RuntimeError("task failed")
+            finally:
+                sink.close()  # what the writer's cleanup does while the error propagates
+        assert not _object_exists(storage, path)
+    uploads = _boto(os.environ["AWS_ENDPOINT_URL"]).list_multipart_uploads(Bucket=BUCKET).get("Uploads", [])
+    assert [u for u in uploads if u["Key"].startswith(table_uri.split(BUCKET + "/")[1])] == []
+
+
+def test_a_killed_upload_leaves_no_visible_object(table_uri):
+    code = f"""
+import os, signal, sys
+from dbt.adapters.hudilite.table.storage import Storage
+sink = Storage({table_uri!r}).open_output("p/killed.parquet")
+sink.write(os.urandom(40 * 1024 * 1024))  # parts are going up
+print("written", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL and "written" in proc.stdout
+    storage = Storage(table_uri)
+    assert not _object_exists(storage, "p/killed.parquet")
+    assert storage.list_files_recursive("p") == []
+
+
+def test_a_store_that_ignores_if_none_match_is_one_clear_error(table_uri, monkeypatch):
+    real_put = obstore.put
+    monkeypatch.setattr(object_store, "_verified", {})
+    monkeypatch.setattr(obstore, "put", lambda store, path, data, mode=None, **kw: real_put(store, path, data, **kw))
+    with pytest.raises(ObjectStoreError, match="ignores If-None-Match"):
+        Storage(table_uri).create_exclusive(writer_path("20260101000000001"), b"{}")
+
+
+def test_checking_a_location_names_a_missing_bucket_and_leaves_nothing(s3):
+    from dbt.adapters.hudilite.table.object_store import check_location
+    with pytest.raises(ObjectStoreError, match="bucket s3://no-such-bucket not found"):
+        check_location("s3://no-such-bucket/lake")
+    check_location(f"s3://{BUCKET}/lake")  # reachable, writable, conditional puts honoured
+    assert Storage(f"s3://{BUCKET}/lake").list_files_recursive("") == []
+
+
+def test_throttling_answers_are_retried_with_backoff(table_uri, monkeypatch):
+    storage = Storage(table_uri)
+    storage.write_bytes("f", b"x")
+    real_head, calls = obstore.head, []
+
+    def throttled(store, path):
+        calls.append(path)
+        if len(calls) <= 2:
+            raise obstore.exceptions.GenericError("Server returned non-2xx status code: 503 Service Unavailable: SlowDown")
+        return real_head(store, path)
+
+    monkeypatch.setattr(obstore, "head", throttled)
+    assert storage.size("f") == 1 and len(calls) == 3
+
+
+# ---- the table lock as a lease ---------------------------------------------------------------
+def test_lease_excludes_a_second_holder_while_renewed(table_uri):
+    storage = Storage(table_uri)
+    with TableLock(storage, lease_s=3.0, renew_s=0.2):
+        time.sleep(0.5)
+        started = time.monotonic()
+        with pytest.raises(ConcurrentWriteError, match="waited"):
+            with TableLock(Storage(table_uri), wait_s=4.5):
+                pass
+        assert time.monotonic() - started >= 4.5  # renewed past its 3 s lease: never taken over
+    lease = json.loads(storage.read_bytes(LOCK_FILE))
+    assert lease["released"] is True
+    started = time.monotonic()
+    with TableLock(Storage(table_uri), wait_s=3.0):  # a released lease is taken at once
+        assert time.monotonic() - started < 1.5
+
+
+def test_lease_of_a_killed_holder_is_taken_over_only_after_it_expires(table_uri):
+    code = f"""
+import os, signal
+from dbt.adapters.hudilite.table.lock import TableLock
+from dbt.adapters.hudilite.table.storage import Storage
+TableLock(Storage({table_uri!r}), lease_s=3.0, renew_s=0.3).__enter__()
+print("holding", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL and "holding" in proc.stdout
+    storage = Storage(table_uri)
+    dead = json.loads(storage.read_bytes(LOCK_FILE))
+    assert dead["released"] is False
+    started = time.monotonic()
+    with pytest.raises(ConcurrentWriteError):
+        with TableLock(storage, wait_s=1.0):
+            pass
+    with TableLock(storage, wait_s=20.0) as lock:
+        waited = time.monotonic() - started
+        assert json.loads(storage.read_bytes(LOCK_FILE))["owner"] == lock.owner
+    assert 3.0 <= waited < 15.0  # the dead holder's whole lease, observed unchanged, then taken
+
+
+def test_a_holder_that_lost_its_lease_publishes_nothing(table_uri):
+    storage = Storage(table_uri)
+    stalled = TableLock(storage, lease_s=2.0, renew_s=3600)  # its renewals never come: a stalled writer
+    stalled.__enter__()
+    taken, done, owner = threading.Event(), threading.Event(), []
+
+    def another_writer():  # in its own thread, as another host would be
+        with TableLock(Storage(table_uri), wait_s=20.0) as taker:
+            owner.append(taker.owner)
+            taken.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=another_writer)
+    thread.start()
+    try:
+        assert taken.wait(25)
+        with pytest.raises(ConcurrentWriteError, match="lease"):
+            storage.write_atomic(".hoodie/20260101000000001.commit", b"{}", ".hoodie/.hudilite/tmp")
+        assert not storage.exists(".hoodie/20260101000000001.commit")
+        stalled.__exit__(None, None, None)  # its release is refused: the taker's lease stays
+        lease = json.loads(storage.read_bytes(LOCK_FILE))
+        assert lease["owner"] == owner[0] and lease["released"] is False
+    finally:
+        done.set()
+        thread.join()
+        stalled.__exit__(None, None, None)
+
+
+# ---- the core on S3 (Spark with S3A, in a process of its own) --------------------------------
+@pytest.fixture(scope="module")
+def core_tables(s3):
+    base = f"s3://{BUCKET}/core-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.run([sys.executable, "-m", "tests.core.s3_table_job", base, "keyed", "append",
+                           "conflict", "race"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1500,
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC"))
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    return base, json.loads(lines[-1][len("RESULT "):])
+
+
+def _hudi_rs(uri, as_of=None):
+    import hudi
+    options = {"aws_endpoint_url": os.environ["AWS_ENDPOINT_URL"], "aws_allow_http": "true",
+               "aws_region": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    table = hudi.HudiTableBuilder.from_base_uri(uri).with_storage_options(options).build()
+    batches = table.read(hudi.HudiReadOptions().with_as_of_timestamp(as_of)) if as_of else table.read()
+    rows = pa.Table.from_batches(batches).to_pylist() if batches else []
+    return sorted([r["event_id"], r["region"], r["amount"]] for r in rows)
+
+
+def _events(ids, region=None, amount=None):
+    return [[i, region or ("us" if i % 2 == 0 else "eu"), i * 0.5 if amount is None else float(amount)] for i in ids]
+
+
+def test_keyed_table_on_s3_insert_upsert_delete_overwrite_clean(core_tables):
+    base, results = core_tables
+    out, uri = results["keyed"], f"{base}/keyed"
+    after_insert = _events(range(0, 40))
+    after_upsert = sorted(_events(range(0, 30)) + _events(range(30, 50), amount=-1))
+    after_delete = [r for r in after_upsert if r[0] >= 5]
+    after_overwrite = sorted([r for r in after_delete if r[1] == "us"] + _events(range(100, 103), region="eu"))
+    assert out["rows"]["insert"] == sorted(after_insert)
+    assert out["rows"]["upsert"] == after_upsert
+    assert out["rows"]["delete"] == after_delete
+    assert out["rows"]["insert_overwrite"] == after_overwrite
+    assert out["rows"]["latest"] == after_overwrite
+    assert [a for _, a, s in out["timeline"]] == ["commit", "commit", "commit", "replacecommit"]
+    assert {s for _, _, s in out["timeline"]} == {"COMPLETED"}
+    assert out["validate"] == []
+    # The cleaner deleted what it planned, on the store; the latest slices remain.
+    assert out["cleaned"] and not set(out["cleaned"]) & set(out["after_clean"])
+    assert out["after_clean"] == out["base_files"]
+    # hudi-rs reads the same table from the same endpoint.
+    assert _hudi_rs(uri) == after_overwrite
+    assert _hudi_rs(uri, as_of=out["instants"]["insert_overwrite"]) == after_overwrite
+    # Nothing left behind: no markers, no temporary objects, the lease released.
+    storage = Storage(uri)
+    private = storage.list_files_recursive(".hoodie/.hudilite")
+    assert not [p for p in private if p.startswith(("markers/", "tmp/", "probe/"))]
+    # Published writes' claims are gone; the clean's reserved time stays as a tombstone, as on disk.
+    claims = {p: json.loads(storage.read_bytes(".hoodie/.hudilite/" + p)) for p in private if p.startswith("writers/")}
+    assert [c for c in claims.values() if c.get("state") != "rolled_back"] == [], claims
+    if "lock" in private:
+        assert json.loads(storage.read_bytes(LOCK_FILE))["released"] is True
+
+
+def test_auto_keyed_table_on_s3_appends_and_overwrite_read_back_by_hudi_rs_at_every_instant(core_tables):
+    base, results = core_tables
+    out, uri = results["append"], f"{base}/append"
+    expected = {"append_1": _events(range(0, 10)), "append_2": _events(range(0, 15)),
+                "overwrite_table": _events(range(20, 23), region="apac")}
+    for name, rows in expected.items():
+        assert out["rows"][name] == sorted(rows), name
+        assert _hudi_rs(uri, as_of=out["instants"][name]) == sorted(rows), name
+    assert out["rows"]["latest"] == sorted(expected["overwrite_table"]) == _hudi_rs(uri)
+    assert out["validate"] == []
+
+
+def test_spark_settings_only_for_s3_roots_at_pysparks_hadoop_version():
+    import glob
+    import pyspark
+    from dbt.adapters.hudilite import object_store_settings as settings
+
+    assert settings.spark_conf("/tmp/lake") == {} and settings.spark_conf(None) == {}
+    conf = settings.spark_conf("s3://bucket/lake", endpoint="http://127.0.0.1:9000", region="eu-west-1")
+    jar = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-api-*.jar"))[0]
+    version = os.path.basename(jar)[len("hadoop-client-api-"):-len(".jar")]
+    assert conf["spark.jars.packages"] == f"org.apache.hadoop:hadoop-aws:{version}"
+    assert conf["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"  # s3:// read as S3A
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "eu-west-1"
+    assert conf["spark.executorEnv.AWS_ENDPOINT_URL"] == "http://127.0.0.1:9000"
+    assert not [k for k in conf if "secret" in k.lower() or "access.key" in k.lower()]  # credentials: the chains
+
+
+def test_a_conflicting_writer_on_s3_fails_leaves_nothing_and_succeeds_on_retry(core_tables):
+    """Two writers rewrite one file group: the later publisher's conflict check (under the lease)
+    sees the other's commit, so no update is lost and nothing of the loser stays on the store."""
+    base, results = core_tables
+    out = results["conflict"]
+    assert out["conflict"] and "conflicts" in out["conflict"] and out["instants"]["theirs"] in out["conflict"]
+    assert out["parquet_after_conflict"] == out["committed_after_conflict"]  # the loser's files are gone
+    assert out["rows"]["theirs"] == sorted(_events([0, 1, 3, 4, 5]) + _events([2], amount=-2))
+    expected = sorted(_events([1, 3, 4, 5]) + _events([2], amount=-2) + _events([0], amount=-1))
+    assert out["rows"]["retry"] == out["rows"]["latest"] == expected == _hudi_rs(f"{base}/conflict")
+    assert out["validate"] == []
+
+
+def test_two_writers_racing_on_one_file_group_lose_no_update(core_tables):
+    """Two writers update keys of one file group at the same time, each retrying on conflicts:
+    every update is in the table, the table is well-formed, hudi-rs reads the same rows."""
+    base, results = core_tables
+    out = results["race"]
+    assert out["errors"] == []
+    assert all("conflicts" in c or "rolled back" in c for c in out["conflicts"]), out["conflicts"]
+    updated = {0, 2, 4, 10, 12, 14}
+    expected = sorted([i, "us", -float(i) if i in updated else i * 0.5] for i in range(0, 20, 2))
+    assert out["rows"]["latest"] == expected == _hudi_rs(f"{base}/race")
+    assert len([i for i in out["timeline"] if i[2] == "COMPLETED"]) == 1 + len(updated)
+    assert out["validate"] == []
