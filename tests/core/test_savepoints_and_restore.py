@@ -265,7 +265,7 @@ def test_the_cli_savepoints_restores_and_shows_the_service_instants(spark, tmp_p
     assert cli.main(["clean", table.path, "--retain", "1"]) == 0
     assert cli.main(["timeline", table.path]) == 0
     out = capsys.readouterr().out
-    assert "deleted 1 files" in out  # the second slice of key 1's file group; the savepoint keeps the first
+    assert "deleted 1 file;" in out  # the second slice of key 1's file group; the savepoint keeps the first
     assert " savepoint " in out and " clean " in out
     assert cli.main(["restore", table.path, first]) == 0
     assert "rolled back 3 instants" in capsys.readouterr().out

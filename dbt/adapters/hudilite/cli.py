@@ -149,7 +149,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(json.dumps(table.stats(), indent=1) if args.json else format_stats(table.stats()))
     elif args.command == "archive":
         archived = table.archive(args.keep_min, args.keep_max)
-        print(f"archived {len(archived)} instants" + (f" ({archived[0]} to {archived[-1]})" if archived else "")
+        print(f"archived {_count(archived, 'instant')}" + (f" ({archived[0]} to {archived[-1]})" if archived else "")
               + f"; {len(table.timeline())} active")
     elif args.command == "cluster":
         instant = table.cluster([c.strip() for c in args.by.split(",") if c.strip()])
@@ -173,7 +173,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1 if problems else 0
     elif args.command == "clean":
         plan = table.clean(args.retain, args.policy, args.retain_hours, args.retain_file_versions, args.sweep)
-        print(f"deleted {len(plan.files_to_delete)} files; earliest readable instant: {plan.earliest_retained}")
+        print(f"deleted {_count(plan.files_to_delete, 'file')}; earliest readable instant: {plan.earliest_retained or 'the first'}")
     elif args.command == "savepoint":
         if args.delete:
             if args.instant is None:
@@ -186,10 +186,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.command == "restore":
         rolled_back = table.restore(args.instant)
         latest = table.timeline()[-1].timestamp if table.timeline() else "none"
-        print(f"rolled back {len(rolled_back)} instants" + (f" ({rolled_back[-1]} to {rolled_back[0]})" if rolled_back else "")
+        print(f"rolled back {_count(rolled_back, 'instant')}" + (f" ({rolled_back[-1]} to {rolled_back[0]})" if rolled_back else "")
               + f"; the latest instant is {latest}")
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _count(items, noun: str) -> str:
+    return f"{len(items)} {noun}" + ("" if len(items) == 1 else "s")
