@@ -19,6 +19,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from .catalog import StorageCatalog
 from .credentials import HudiliteCredentials
 from .dml import run_statement
+from .object_store_settings import configure_process
 from .session import connect_session, spark_session
 from .table import HudiliteError
 
@@ -34,6 +35,7 @@ def session_for(credentials: HudiliteCredentials):
 
 
 def catalog_for(credentials: HudiliteCredentials) -> StorageCatalog:
+    configure_process(credentials.location_root, **credentials.object_store())  # this process's own store client
     return StorageCatalog.get(session_for(credentials), credentials.location_root)
 
 

@@ -10,6 +10,8 @@ from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
+from .object_store_settings import spark_conf
+
 
 class HudiliteConnectionMethod(StrEnum):
     SESSION = "session"  # Spark in this process (local, or the driver of `spark.master`'s cluster)
@@ -28,6 +30,11 @@ class HudiliteCredentials(SparkCredentials):
     spark_conf: Dict[str, str] = field(default_factory=dict)
     # Keep the Spark catalog in a Hive metastore (Derby unless configured) instead of memory.
     use_hive_metastore: bool = False
+    # Tables on S3 (`location_root: s3://bucket/prefix`): an S3-compatible endpoint (MinIO, a
+    # local server), the region, and path-style addressing; each defaults to the AWS chain's.
+    s3_endpoint: Optional[str] = None
+    s3_region: Optional[str] = None
+    s3_path_style: Optional[bool] = None
 
     def __post_init__(self) -> None:
         methods = [m.value for m in HudiliteConnectionMethod]
@@ -90,8 +97,14 @@ class HudiliteCredentials(SparkCredentials):
         self.location_root = self.absolute_location_root(project_root)
         return self.location_root
 
+    def object_store(self) -> Dict[str, Any]:
+        """Where the tables' object store is, for `object_store_settings` (nothing for S3's defaults)."""
+        return {"endpoint": self.s3_endpoint, "region": self.s3_region, "path_style": self.s3_path_style}
+
     def session_conf(self) -> Dict[str, str]:
-        conf = dict(self.server_side_parameters)
+        # S3A and its jars for an s3:// location_root (nothing otherwise), under the profile's own settings.
+        conf = {} if self.is_connect else spark_conf(self.location_root, **self.object_store())
+        conf.update(self.server_side_parameters)
         conf.update(self.spark_conf)
         if self.use_hive_metastore:
             conf["spark.sql.catalogImplementation"] = "hive"
