@@ -514,3 +514,9 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
     assert rows("events", ["id", "region", "amount"]) == [(11, "eu", 1.5), (12, "us", 2.5), (21, "eu", 1.5), (22, "us", 2.5)]
     assert rows("accounts", ["id", "version"]) == [(1, "v2"), (2, "v1"), (3, "v2")]
     assert rows("totals", ["region", "n", "amount"]) == [("eu", 2, 3.0), ("us", 2, 5.0)]
+    # dbt debug checks the bucket: a missing one is named.
+    missing = (project / "profiles.yml").read_text().replace(f"s3://{BUCKET}/", "s3://no-such-bucket-hudilite/")
+    (project / "profiles.yml").write_text(missing)
+    debug = subprocess.run([dbt, "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert debug.returncode != 0 and "bucket s3://no-such-bucket-hudilite not found" in debug.stdout, debug.stdout[-3000:]

@@ -25,11 +25,13 @@ from .catalog import StorageCatalog
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .dml import run_statement
+from .object_store_settings import configure_process
 from .python_model import run_python_model
 from .relation import HudiliteRelation
 from .session import session_user
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
 from .table.instant import parse_instant_time
+from .table.object_store import ObjectStoreError, check_location
 from .table.properties import PARQUET_ENCODINGS
 
 logger = AdapterLogger("hudilite")
@@ -93,6 +95,17 @@ class HudiliteAdapter(SparkAdapter):
         return list(m.STRATEGIES)
 
     # ---- relations: storage first ------------------------------------------------------------
+    def debug_query(self) -> None:
+        """`dbt debug`: Spark answers, and an object-store location_root is reachable, writable
+        and honours conditional puts (one error naming the cause otherwise)."""
+        credentials = self.config.credentials
+        configure_process(credentials.location_root, **credentials.object_store())
+        try:
+            check_location(credentials.location_root)
+        except ObjectStoreError as err:
+            raise DbtRuntimeError(f"location_root: {err}") from None
+        super().debug_query()
+
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> List[BaseRelation]:
         """What storage holds in the schema: its tables and remembered views (Spark's catalog
         holds only what this session has registered so far)."""
