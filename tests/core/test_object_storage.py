@@ -287,6 +287,41 @@ def test_throttling_answers_are_retried_with_backoff(table_uri, monkeypatch):
     assert storage.size("f") == 1 and len(calls) == 3
 
 
+def test_an_error_naming_429_in_a_key_is_not_throttling(table_uri, monkeypatch):
+    storage = Storage(table_uri)
+    calls = []
+
+    def failing(store, path):
+        calls.append(path)
+        raise obstore.exceptions.GenericError(f"Server returned non-2xx status code: 400 Bad Request: {path}/20261126084290429")
+
+    monkeypatch.setattr(obstore, "head", failing)
+    with pytest.raises(OSError):
+        storage.size("f")
+    assert len(calls) == 1  # not retried
+
+
+def test_a_location_with_hash_or_question_mark_is_refused_naming_it(s3):
+    from dbt.adapters.hudilite.table.errors import ConfigurationError
+    for uri in (f"s3://{BUCKET}/tables/a#1", f"s3://{BUCKET}/tables/a?b=1"):
+        with pytest.raises(ConfigurationError, match="cannot hold '#' or '\\?'"):
+            Storage(uri).exists("x")
+
+
+def test_tasks_keep_the_drivers_addressing_style(monkeypatch):
+    built = {}
+    import obstore.store
+    monkeypatch.setattr(obstore.store, "S3Store", lambda bucket, config, **kw: built.update(config) or object())
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "true")
+    object_store._build_store("s3", "b", {})
+    assert built["virtual_hosted_style_request"] is True
+    monkeypatch.delenv("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
+    built.clear()
+    object_store._build_store("s3", "b", {})
+    assert built["virtual_hosted_style_request"] is False  # an S3-compatible endpoint: path style
+
+
 # ---- the table lock as a lease ---------------------------------------------------------------
 def test_lease_excludes_a_second_holder_while_renewed(table_uri):
     storage = Storage(table_uri)

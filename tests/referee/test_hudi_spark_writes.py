@@ -133,3 +133,35 @@ def test_a_hudi_1_writer_without_the_version_settings_upgrades_the_table_which_w
     assert "hoodie.table.version=6" not in properties
     with pytest.raises(ConfigurationError, match="hoodie.write.table.version=6 and hoodie.write.auto.upgrade=false"):
         HudiTable.open(spark, table.path)
+
+
+def test_our_index_never_folds_away_or_misses_a_commit_hudis_writer_made(spark, hudi_spark, tmp_path, monkeypatch):
+    from dbt.adapters.hudilite.table.errors import ConcurrentWriteError
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
+                             precombine="ts")
+    table.upsert(spark.createDataFrame([(1, "eu", 1, "a")], SCHEMA))
+
+    def java(rows):
+        hudi_spark.write(table.path, [{"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in rows], SCHEMA,
+                         hudi_options(table, "upsert", "default"))
+        return HudiTable.open(spark, table.path)
+
+    # A compaction of the index after Hudi's commit builds it anew: its key stays known.
+    table = java([(50, "eu", 1, "java")])
+    table.context.compact_index()
+    assert table.context.foreign_commits() == []
+    table.upsert(spark.createDataFrame([(50, "eu", 2, "ours")], SCHEMA))
+    assert agree(table, hudi_spark, "our upsert after a compaction") == _data([(1, "eu", 1, "a"), (50, "eu", 2, "ours")])
+
+    # Hudi commits after our write read the index (here: the check before the write is skipped):
+    # the write is refused and leaves the table as Hudi left it; run again, it finds the key.
+    table = java([(60, "us", 1, "java")])
+    monkeypatch.setattr(type(table.context), "ensure_index", lambda ctx: None)
+    with pytest.raises(ConcurrentWriteError, match="another writer"):
+        table.upsert(spark.createDataFrame([(60, "us", 2, "ours")], SCHEMA))
+    assert agree(table, hudi_spark, "the refused write") == _data([(1, "eu", 1, "a"), (50, "eu", 2, "ours"), (60, "us", 1, "java")])
+    monkeypatch.undo()
+    table = HudiTable.open(spark, table.path)
+    table.upsert(spark.createDataFrame([(60, "us", 2, "ours")], SCHEMA))
+    assert agree(table, hudi_spark, "run again") == _data([(1, "eu", 1, "a"), (50, "eu", 2, "ours"), (60, "us", 2, "ours")])

@@ -20,7 +20,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from . import faults
 from . import properties as props
-from .properties import KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE
+from .properties import KEYGEN_COMPLEX, KEYGEN_CUSTOM, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE, KEYGEN_TIMESTAMP
 from .commit import CHECKPOINT_PREFIX, SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from .errors import ConcurrentWriteError, ConfigurationError, DataError, HudiliteError, SchemaError, TimelineError
 from .file_group import BaseFile, FileSystemView
@@ -28,7 +28,8 @@ from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
 from .instant import CLEAN, RESTORE, Instant
 from .key_ranges import KeyRangeIndex
-from .keygen import PartitionFormat, formats_in_task, partition_grouping, partition_path, record_key, task_row_index
+from .keygen import (SIMPLE, TIMESTAMP, KeyGenerator, PartitionFormat, TimestampPartition, formats_in_task,
+                     partition_grouping, partition_path, record_key, task_row_index)
 from .layout import CLEAN_STATE
 from .lock import TableLock
 from .reader import read_base_files, read_data_files
@@ -80,6 +81,7 @@ class TableContext:
         self.checkpoints: Dict[str, Tuple[Optional[str], str]] = {}
         self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
         self._field_prefixed: Optional[bool] = None  # the key format, once known (`field_prefixed_keys`)
+        self._key_generator: Optional[KeyGenerator] = None  # how partition paths are made (`key_generator`)
 
     @property
     def name(self) -> str:
@@ -195,7 +197,12 @@ class TableContext:
             self._index_basis = None
 
     def compact_index(self, only_if_due: bool = False) -> None:
-        """Fold the index's deltas into a new base as of the latest completed instant."""
+        """Fold the index's deltas into a new base as of the latest completed instant. Commits
+        another writer made have no delta to fold: then the index is built again instead (a
+        folded base past them would hide their keys for good)."""
+        if self.foreign_commits():
+            self.rebuild_index()
+            return
         completed = self.timeline.completed()
         view = self.timeline.view(completed[-1].timestamp)
         with self._index_computed_from(completed):
@@ -243,6 +250,7 @@ class TableContext:
                                 f"(hudilite restore {self.storage.base_path} {target})")
         if not self.config.auto_keys:
             self.field_prefixed_keys()
+        self.key_generator()
 
     def transaction(self, action: str) -> WriteTransaction:
         """A write's transaction. A write that began before the index existed (or before it was
@@ -392,12 +400,17 @@ class TableContext:
     def field_prefixed_keys(self) -> bool:
         """Whether keys read `field:value` (see `keygen`), as the declared key generator writes
         them. A complex key on one field was written bare by Hudi 0.14.1 to 1.0.2 (HUDI-7001)
-        and by hudilite before 0.2: a table that holds keys keeps the format it has."""
+        and by hudilite before 0.2: a table that holds keys keeps the format it has. Timestamp
+        and Custom generators make a one-field key as the simple one does (bare), Custom a key
+        of more fields as the complex one."""
         if self._field_prefixed is None:
             generator, fields = self.config.keygen_class, self.config.record_key_fields
-            if generator not in (KEYGEN_SIMPLE, KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED):
+            if generator not in (KEYGEN_SIMPLE, KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED, KEYGEN_TIMESTAMP, KEYGEN_CUSTOM):
                 raise self.error(f"its key generator {generator} is not one hudilite writes keys for (Simple, Complex, "
-                                 "Nonpartitioned); it can be read, not written")
+                                 "Nonpartitioned, TimestampBased, Custom); it can be read, not written")
+            if generator == KEYGEN_TIMESTAMP and len(fields) > 1:
+                raise self.error(f"hoodie.table.recordkey.fields holds {len(fields)} fields; Hudi's "
+                                 "TimestampBasedKeyGenerator makes a key of one field (CustomKeyGenerator of several)")
             stored = not self.config.virtual_keys and self._stored_key_prefix_or(True)
             prefixed = len(fields) > 1 or (generator == KEYGEN_COMPLEX and stored)
             self._field_prefixed = prefixed
@@ -417,8 +430,87 @@ class TableContext:
     def partition_column(self, data_schema: T.StructType) -> Column:
         """The partition path of typed rows (`typed`)."""
         columns = resolve_columns(self.config.partition_fields, data_schema)
-        return partition_path(columns, self.config.hive_style_partitioning, self.name,
-                              [data_schema[c].dataType for c in columns])
+        types = [data_schema[c].dataType for c in columns]
+        generator = self.key_generator()
+        if not generator.plain:
+            return generator.column(columns, types)
+        return partition_path(columns, self.config.hive_style_partitioning, self.name, types)
+
+    def key_generator(self) -> KeyGenerator:
+        """How the table's key generator makes partition paths: each field's value as it reads
+        (Simple, Complex), or read as a time (TimestampBased; a `field:TIMESTAMP` of Custom),
+        from the table's `hoodie.keygen.timebased.*` settings. A setting hudilite cannot follow
+        is an error naming it."""
+        if self._key_generator is None:
+            config, generator = self.config, self.config.keygen_class
+            fields = tuple(config.partition_fields)
+            if generator == KEYGEN_TIMESTAMP:
+                if len(fields) != 1:
+                    raise self.error(f"hoodie.table.partition.fields holds {len(fields)} fields; Hudi's "
+                                     "TimestampBasedKeyGenerator partitions by one (CustomKeyGenerator by several)")
+                kinds = [TIMESTAMP]
+            elif generator == KEYGEN_CUSTOM:
+                kinds = self._custom_partition_types()
+            else:
+                kinds = [SIMPLE] * len(fields)
+            self._key_generator = KeyGenerator(
+                fields, tuple(TimestampPartition.from_settings(config.keygen_settings, f, self.name) if k == TIMESTAMP
+                              else None for f, k in zip(fields, kinds)),
+                config.hive_style_partitioning, self.name)
+        return self._key_generator
+
+    def _custom_partition_types(self) -> List[str]:
+        """CustomKeyGenerator's type of each partition field: as hudilite recorded them at
+        creation (`properties.PARTITION_TYPES_KEY`), else the ones that make the partition
+        paths the table holds (Hudi's writer keeps only the field names at version 6)."""
+        fields = self.config.partition_fields
+        if not fields:  # a non-partitioned table
+            return []
+        declared = [t.upper() for t in (self.config.partition_types or [])]
+        if declared:
+            if len(declared) != len(fields) or any(t not in (SIMPLE, TIMESTAMP) for t in declared):
+                raise self.error(f"{props.PARTITION_TYPES_KEY}={','.join(declared)} does not give SIMPLE or TIMESTAMP "
+                                 f"for each of the partition fields {', '.join(fields)}")
+            return declared
+        samples = self._stored_partition_samples()
+        if not samples:
+            raise self.error(f"its CustomKeyGenerator's partition field types are not in hoodie.properties and it holds "
+                             f"no rows to tell them from: add {props.PARTITION_TYPES_KEY}=<SIMPLE or TIMESTAMP for each "
+                             f"of {', '.join(fields)}> to .hoodie/hoodie.properties")
+        import itertools
+        fitting = []
+        for kinds in itertools.product((SIMPLE, TIMESTAMP), repeat=len(fields)):
+            try:
+                generator = KeyGenerator(tuple(fields), tuple(
+                    TimestampPartition.from_settings(self.config.keygen_settings, f, self.name) if k == TIMESTAMP
+                    else None for f, k in zip(fields, kinds)), self.config.hive_style_partitioning, self.name)
+                if all(generator.paths(columns).to_pylist() == [path] for path, columns in samples):
+                    fitting.append(list(kinds))
+            except HudiliteError:
+                continue
+        if len(fitting) != 1:
+            seen = "no type for each field makes" if not fitting else "more than one choice of types makes"
+            raise self.error(
+                f"its CustomKeyGenerator's partition field types are not in hoodie.properties, and {seen} the partition "
+                f"paths it holds ({samples[0][0]}, ...): add {props.PARTITION_TYPES_KEY}=<SIMPLE or TIMESTAMP for each "
+                f"of {', '.join(fields)}> to .hoodie/hoodie.properties, and for TIMESTAMP fields the Java writer's "
+                "hoodie.keygen.timebased.* settings (timestamp.type, output.dateformat, ...)")
+        return fitting[0]
+
+    def _stored_partition_samples(self, limit: int = 8):
+        """(partition path, [(field, one-value array)]) of a row in each of a few base files."""
+        samples = []
+        for base_file in self.timeline.view().latest_base_files()[:limit]:
+            with self.storage.open_input(base_file.path) as source:
+                parquet = pq.ParquetFile(source)
+                names = {n.lower(): n for n in parquet.schema_arrow.names}
+                if any(f.lower() not in names for f in self.config.partition_fields) or not parquet.metadata.num_rows:
+                    continue
+                wanted = [names[f.lower()] for f in self.config.partition_fields]
+                rows = parquet.read_row_group(0, columns=wanted).slice(0, 1)
+            if rows.num_rows:
+                samples.append((base_file.partition, [(n, rows.column(n).combine_chunks()) for n in wanted]))
+        return samples
 
     def rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
         """`df` in the insert layout (`rows.insert_layout`): data columns in table order and types."""
@@ -426,7 +518,7 @@ class TableContext:
         partitioned = bool(self.config.partition_fields)
         columns = resolve_columns(self.config.partition_fields, data_schema)
         types = [data_schema[c].dataType for c in columns]
-        in_task = formats_in_task(types)
+        in_task = formats_in_task(types) and self.key_generator().plain
         # A path the task makes (`keygen.PartitionFormat`) crosses from the JVM as a null column.
         path = F.lit(None) if in_task else self.partition_column(data_schema)
         meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: path} if partitioned else {}
@@ -459,7 +551,7 @@ class TableContext:
     def write_spec(self, instant: str, **extra) -> WriteSpec:
         fields = dict(
             base_path=self.storage.base_path, instant=instant, partitioned=bool(self.config.partition_fields),
-            partition_depth=len(self.config.partition_fields), auto_keys=self.config.auto_keys,
+            partition_depth=self.key_generator().depth, auto_keys=self.config.auto_keys,
             portable_encoding=self.config.parquet_encoding == props.PORTABLE,
             partition_format=PartitionFormat(tuple(self.config.partition_fields), self.config.hive_style_partitioning,
                                              self.name) if self.config.partition_fields else None,
@@ -477,7 +569,13 @@ class TableContext:
 
     def commit(self, txn: WriteTransaction, operation: str, data_schema: T.StructType, stats: List[WriteStat],
                index_files: List[str], replaced: Optional[Dict[str, List[str]]] = None) -> str:
-        """Publish the instant: its write stats, replaced file groups, schema and index files."""
+        """Publish the instant: its write stats, replaced file groups, schema and index files.
+        A keyed write whose index lookups missed another writer's commit (one that completed
+        after `ensure_index`) is refused: it may hold a key that commit stored."""
+        if not self.config.auto_keys and self.index.is_built() and self.foreign_commits():
+            raise ConcurrentWriteError(
+                f"table {self.name}: another writer (Hudi's own) committed while this write ran, after the record index "
+                "was read; nothing was written. Run it again (write_retries retries it), which builds the index anew")
         metadata = CommitMetadata(
             operation=operation, write_stats=stats, replaced_file_ids=replaced or {},
             extra={**{CHECKPOINT_PREFIX + source: end for source, (_, end) in self.checkpoints.items()},

@@ -94,6 +94,8 @@ def settings_for(uri: str) -> Dict[str, object]:
 
 def _split(uri: str) -> Tuple[str, str, str]:
     """(scheme, bucket or container, key prefix) of an object-store URI."""
+    if "#" in uri or "?" in uri:  # a URI parser would cut the key prefix there (and so would S3A)
+        raise ConfigurationError(f"{uri}: an object-store location cannot hold '#' or '?'; rename that folder or table")
     parsed = urlparse(uri)
     scheme = parsed.scheme.lower()
     bucket = parsed.netloc
@@ -142,6 +144,8 @@ def _build_store(scheme: str, bucket: str, settings: Dict[str, object]):
                     "backoff": {"init_backoff": dt.timedelta(milliseconds=100),
                                 "max_backoff": dt.timedelta(seconds=15), "base": 2}}
     if scheme in S3_SCHEMES:
+        if os.environ.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") and "virtual_hosted_style_request" not in settings:
+            settings["virtual_hosted_style_request"] = _truthy(os.environ["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"])  # the tasks: as the driver
         if "virtual_hosted_style_request" not in settings and (settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
                                                              or os.environ.get("AWS_ENDPOINT")):
             settings["virtual_hosted_style_request"] = False  # S3-compatible servers: path style
@@ -169,8 +173,8 @@ def store_for(uri: str):
 
 
 def _is_throttled(err: Exception) -> bool:
-    text = str(err)
-    return any(s in text for s in ("429", "Too Many Requests", "SlowDown", "503 Service Unavailable"))
+    text = str(err)  # status codes as the store's error spells them, not digits a key may hold
+    return any(s in text for s in ("429 Too Many Requests", "Too Many Requests", "SlowDown", "503 Service Unavailable"))
 
 
 def _retrying(call: Callable[[], T]) -> T:
