@@ -42,7 +42,6 @@ STALE_AFTER_S = 60.0  # other non-local storage only
 LEASE_S = 30.0  # object stores: how long a lease lasts unless renewed
 RENEW_S = 3.0  # renewed this often (a tenth of the lease, as Hudi asks)
 MARGIN_S = 5.0  # a holder whose last renewal is older than LEASE_S - MARGIN_S publishes nothing
-CLOCK_SKEW_S = 30.0  # wall clocks of two hosts may differ by this much
 
 # The leases this process holds, by (table, thread): `check_lease` looks there.
 _held: Dict[Tuple[str, int], "TableLock"] = {}
@@ -158,6 +157,8 @@ class TableLock:
                     seen = (etag, sent_at)
                 version = (self.storage.put_if(LOCK_FILE, self._lease_body(), version)
                            if _lease_is_free(data, time.monotonic() - seen[1]) else None)
+            if version is None:
+                version = self._own_lease()  # our put landed but its answer was lost
             if version is not None:
                 self._version, self._renewed_at = version, sent_at
                 _held[(self.storage.base_path, threading.get_ident())] = self
@@ -179,10 +180,24 @@ class TableLock:
                     version = self.storage.put_if(LOCK_FILE, self._lease_body(), self._version)
                 except Exception:  # a transient failure: try again at the next beat, the lease still runs
                     continue
+                if version is None:
+                    version = self._own_lease()  # our renewal landed but its answer was lost
                 if version is None:  # taken over: we were too late
                     self._lost = True
                     return
                 self._version, self._renewed_at = version, sent_at
+
+    def _own_lease(self) -> Optional[dict]:
+        """The lease's version when it names this holder (a refused conditional put whose
+        earlier attempt, retried by the client, had landed); None when another holds it."""
+        current = self.storage.read_versioned(LOCK_FILE)
+        if current is None:
+            return None
+        try:
+            owner = json.loads(current[0] or b"{}").get("owner")
+        except ValueError:
+            return None
+        return current[1] if owner == self.owner else None
 
     def _release_lease(self) -> None:
         self._stop.set()
@@ -205,15 +220,14 @@ class TableLock:
 
 
 def _lease_is_free(data: bytes, unchanged_for_s: float) -> bool:
-    """A lease another writer may take: released, expired by its own clock plus the skew
-    allowance, unreadable, or seen unchanged by us for a whole lease."""
+    """A lease another writer may take: released, or seen unchanged by us (same ETag) for a
+    whole lease, by our own monotonic clock. No wall clock is compared: hosts whose clocks
+    disagree could otherwise both hold it. An unreadable lease waits the default lease."""
     try:
         lease = json.loads(data or b"{}")
-        lease_s = float(lease.get("lease_s", LEASE_S))
-        return (bool(lease.get("released")) or time.time() > float(lease["expires_at"]) + CLOCK_SKEW_S
-                or unchanged_for_s >= lease_s)
-    except (ValueError, KeyError, TypeError):
-        return True
+        return bool(lease.get("released")) or unchanged_for_s >= float(lease.get("lease_s", LEASE_S))
+    except (ValueError, TypeError, AttributeError):
+        return unchanged_for_s >= LEASE_S
 
 
 def check_lease(storage: Storage) -> None:
