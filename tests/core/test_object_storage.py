@@ -555,3 +555,28 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
     debug = subprocess.run([dbt, "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
                            capture_output=True, text=True, env=env, timeout=600)
     assert debug.returncode != 0 and "bucket s3://no-such-bucket-hudilite not found" in debug.stdout, debug.stdout[-3000:]
+
+
+def test_a_lease_is_judged_by_what_the_waiter_saw_not_by_wall_clocks():
+    from dbt.adapters.hudilite.table.lock import _lease_is_free
+    skewed = json.dumps({"owner": "a", "expires_at": time.time() - 3600, "lease_s": 30.0, "released": False}).encode()
+    assert not _lease_is_free(skewed, unchanged_for_s=1.0)  # a holder whose clock runs an hour behind
+    assert _lease_is_free(skewed, unchanged_for_s=30.0)
+    assert not _lease_is_free(b"not json", unchanged_for_s=1.0) and _lease_is_free(b"not json", unchanged_for_s=31.0)
+    assert _lease_is_free(json.dumps({"owner": "a", "released": True}).encode(), unchanged_for_s=0.0)
+
+
+def test_a_lease_put_whose_answer_was_lost_is_still_ours(table_uri, monkeypatch):
+    storage = Storage(table_uri)
+    real_put_if = type(storage).put_if
+
+    def landed_but_refused(self, rel, data, version):
+        real_put_if(self, rel, data, version)  # the first attempt lands ...
+        return None  # ... and the client's retry is refused: it exists now
+
+    monkeypatch.setattr(type(storage), "put_if", landed_but_refused)
+    started = time.monotonic()
+    with TableLock(storage, wait_s=5, lease_s=30, renew_s=60):
+        assert time.monotonic() - started < 2  # not waiting out a lease of its own
+        monkeypatch.undo()
+    assert json.loads(storage.read_bytes(LOCK_FILE))["released"] is True
