@@ -237,3 +237,23 @@ def test_a_writer_that_wrote_an_old_format_delta_does_not_publish_after_a_compac
     table.upsert(customers(spark, [(40, "new", "apac"), (10, "moved", "apac")]))  # run again: through the digests
     assert len(rows(table)) == 24 and (10, "moved", "apac") in rows(table) and table.validate() == []
     assert_hudi_rs_agrees(table)
+
+
+def test_a_publish_whose_answer_was_lost_but_which_landed_is_a_commit(spark, tmp_path, monkeypatch):
+    """The completed instant's put applied, its answer lost (an object store's timeout): the
+    write is committed, not reported failed and not rolled back under its own instant."""
+    from dbt.adapters.hudilite.table.timeline import Timeline
+
+    table = keyed_table(spark, tmp_path)
+    real_complete = Timeline.complete
+
+    def landed_then_failed(self, timestamp, action, metadata):
+        real_complete(self, timestamp, action, metadata)
+        raise OSError("connection reset by peer")
+
+    monkeypatch.setattr(Timeline, "complete", landed_then_failed)
+    instant = table.upsert(customers(spark, [(7, "eu", "new")]))
+    monkeypatch.undo()
+    assert instant in [i.timestamp for i in table.timeline() if i.is_completed]
+    assert (7, "eu", "new") in rows(table)
+    assert table.validate() == []

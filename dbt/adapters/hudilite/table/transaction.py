@@ -36,6 +36,7 @@ from .storage import Storage
 from .timeline import Timeline
 
 HEARTBEAT_INTERVAL_S = 5.0
+PUBLISH_DOUBT_S = 30.0  # an object store's PUT whose answer was lost may land this long after
 HEARTBEAT_TIMEOUT_S = 60.0
 CLOCK_SKEW_TOLERANCE_S = 30.0
 ROLLED_BACK = "rolled_back"  # another host's clock, or the storage server's, may run ahead
@@ -236,8 +237,25 @@ class WriteTransaction:
             reason = self.check() if self.check else None
             if reason:
                 raise ConcurrentWriteError(f"instant {self.instant} conflicts: {reason}; nothing of it was published")
-            self.timeline.complete(self.instant, self.action, metadata)
+            try:
+                self.timeline.complete(self.instant, self.action, metadata)
+            except OSError:
+                if not self._published_after_all():
+                    raise
             self.completed = True
+
+    def _published_after_all(self) -> bool:
+        """Whether a publish that failed had landed after all. On an object store a PUT whose
+        answer was lost may still be applied a moment later: look again for as long as a
+        request may take, so that the write is neither reported failed while it committed, nor
+        rolled back under its own completed instant."""
+        deadline = time.monotonic() + (0 if self.storage.is_local else PUBLISH_DOUBT_S)
+        while True:
+            if self.timeline.is_published(self.instant, self.action):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(1.0)
 
     def _check_conflicts(self, metadata: CommitMetadata, checked: Set[str]) -> Set[str]:
         """Compare with the instants completed since the write began, but `checked`; returns
