@@ -45,3 +45,12 @@ def dbt_profile_target(tmp_path_factory):
         "threads": 1,
         "location_root": str(tmp_path_factory.mktemp("lakehouse")),
     }
+
+
+@pytest.fixture(scope="session")
+def connect_url():
+    """One Spark Connect server (its own JVM) for every test that needs one."""
+    from tests.cluster import connect_server
+
+    with connect_server() as url:
+        yield url

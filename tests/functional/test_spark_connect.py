@@ -7,20 +7,13 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
-from tests.cluster import connect_server
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.functional.test_demo_project import assert_two_demo_days, dbt_build
 
 DBT = os.path.join(os.path.dirname(sys.executable), "dbt")
 
-
-@pytest.fixture(scope="module")
-def connect_url():
-    with connect_server() as url:
-        yield url
 
 
 def test_the_demo_project_builds_over_spark_connect(spark, tmp_path, connect_url):

@@ -170,3 +170,51 @@ def test_explain_execute_immediate_is_read_as_the_execute_immediate():
                   "execute immediate 'delete from s.t' -- then insert into s.t values (1)\n"]:
         for explain in ["explain", "EXPLAIN EXTENDED", "explain formatted /* c */", "explain codegen", "explain cost"]:
             assert reading(f"{explain} {inner}") == reading(inner), (explain, inner)
+
+
+def test_double_quoted_names_are_read_as_names_under_the_ansi_flag():
+    """`INSERT INTO "s"."t"` with spark.sql.ansi.doubleQuotedIdentifiers=true read its target as
+    nothing, and Spark's writer got it (issue 30, item 2). The flag is asked only when the text
+    holds a double-quoted token."""
+    asked = []
+
+    def flag(on):
+        return lambda: asked.append(on) or on
+
+    found = statement_from_text('INSERT INTO "s"."t" VALUES (1, "x")', lambda q: q, flag(True))
+    assert (found.kind, found.target, asked) == (st.INSERT, ["s", "t"], [True])
+    assert statement_from_text('update "s"."t" set v = 1', lambda q: q, flag(True)).target == ["s", "t"]
+    assert statement_from_text('truncate table "a""b"', lambda q: q, flag(True)).target == ['a"b']
+    assert statement_from_text('insert into "s"."t" values (1)', lambda q: q, flag(False)).target is None
+    asked.clear()
+    statement_from_text("insert into s.t values ('x')", lambda q: q, flag(True))
+    assert asked == []
+
+
+def test_execute_immediate_is_read_in_its_parts():
+    """What an EXECUTE IMMEDIATE runs is computed by `statement.read_statement` (Spark evaluates
+    its expression and values); the text gives the parts. It was read as a query."""
+    found = statement_from_text("EXECUTE IMMEDIATE 'INSERT INTO ' || tn || ' VALUES (?)' INTO a, b "
+                                "USING 5, 'x' AS n, (1 + 2) m", lambda q: q)
+    assert (found.kind, found.into, found.explain) == (st.EXECUTE_IMMEDIATE, True, False)
+    assert found.immediate == ("'INSERT INTO ' || tn || ' VALUES (?)'", [(None, "5"), ("n", "'x'"), ("m", "(1 + 2)")])
+    explained = statement_from_text("explain /* c */ execute immediate stmt", lambda q: q)
+    assert (explained.kind, explained.explain, explained.immediate) == (st.EXECUTE_IMMEDIATE, True, ("stmt", []))
+
+
+def test_strings_as_spark_lexes_them():
+    """Spark 4 reads `''` inside a literal as a quote (the reader cut `'it''s'` in two)."""
+    from dbt.adapters.hudilite.sql_text import string_value
+    from dbt.adapters.hudilite.statement import bind_parameters
+
+    assert [t.text for t in tokens("select 'it''s', \"a\"\"b\"")] == ["select", "'it''s'", ",", '"a""b"']
+    assert [string_value(t) for t in ["'it''s'", "'a\\'b'", "'a\\nb'", "r'a\\n'", "'\\u0041'"]] == [
+        "it's", "a'b", "a\nb", "a\\n", "A"]
+    assert bind_parameters("insert into t values (?, ':n', :n) -- ?\n", [(None, "1"), ("n", "'x'")]) == \
+        "insert into t values (1, ':n', 'x') -- ?\n"
+
+
+def test_a_rename_names_the_new_name():
+    found = statement_from_text("ALTER VIEW s.v RENAME TO s.w", lambda q: q)
+    assert (found.kind, found.target, found.new_name, found.writes) == (st.RENAME, ["s", "v"], ["s", "w"], True)
+    assert statement_from_text("alter table t rename to u", lambda q: q).new_name == ["u"]

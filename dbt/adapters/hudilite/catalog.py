@@ -338,6 +338,22 @@ class StorageCatalog:
         self.forget_view(schema, name)
         self.set_docs(schema, name, None, {})
 
+    def rename_view(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
+        """Move a remembered view to a new name: its SQL and descriptions go with it (the entry
+        under the old name is dropped, the new one made from the SQL)."""
+        sql = self._remembered_view(schema, name)
+        if sql is None:
+            raise ConfigurationError(f"{schema}.{name} is not a view under {self.root}")
+        if self.is_table(new_schema, new_name) or self.is_view(new_schema, new_name):
+            raise ConfigurationError(f"cannot rename view {schema}.{name} to {new_schema}.{new_name}: "
+                                     "the name is taken")
+        docs = self.docs(schema, name)
+        self.storage.make_dirs(posixpath.dirname(self._view_file(new_schema, new_name)))
+        self.storage.write_text(self._view_file(new_schema, new_name), sql)
+        self.set_docs(new_schema, new_name, *docs)
+        self.drop_view(schema, name)
+        self._refresh((new_schema, new_name), set())
+
     def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
         with self._lock:
             self._drop_entry(schema, name)

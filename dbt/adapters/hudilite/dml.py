@@ -111,14 +111,27 @@ def _hudilite_table(catalog, parts: Optional[List[str]]):
     return None if table is None else (key[0], key[1], table)
 
 
+def _remembered_view(catalog, parts: Optional[List[str]]) -> Optional[Tuple[str, str]]:
+    """(schema, name) when `parts` name a view kept on storage (a dbt view model), else None."""
+    key = catalog.table_key(parts) if parts else None
+    key = catalog.stored_key(key) if key is not None else None
+    return key if key is not None and catalog.is_view(*key) else None
+
+
 def run_statement(catalog, sql: str) -> DataFrame:
     """Run one statement of a connection or a model: the hudilite tables and views it names
     are registered as of now, a write to one is carried out by the core (or refused), and
     everything else is Spark's."""
     statement = st.read_statement(catalog.spark, sql)
-    catalog.resolve(statement.names if statement is not None else ())
+    if statement is not None:
+        # the tables it writes too: a remembered view or a table not yet registered must hold its
+        # name in Spark's catalog before Spark runs a CREATE of that name
+        targets = [statement.target] + statement.more_targets if statement.writes else []
+        catalog.resolve(list(statement.names) + [t for t in targets if t])
     routed = route_statement(catalog, sql, statement) if statement is not None else None
-    return routed if routed is not None else catalog.spark.sql(sql)
+    # Spark runs the text as read: each IDENTIFIER(...) the name it was read as
+    return routed if routed is not None else catalog.spark.sql(statement.text if statement is not None and
+                                                               statement.text else sql)
 
 
 def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None) -> Optional[DataFrame]:
@@ -127,8 +140,32 @@ def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None)
     is not for hudilite and Spark should run it."""
     spark = catalog.spark
     statement = statement or st.read_statement(spark, sql)
-    if statement is None or not statement.writes:
+    if statement is None:
         return None
+    if statement.kind == st.EXECUTE_IMMEDIATE and statement.inner is not None and not (statement.explain or
+                                                                                       statement.into):
+        # the statement it runs, as if written out (its names were resolved with the EXECUTE IMMEDIATE's)
+        return route_statement(catalog, statement.inner_sql, statement.inner)
+    if not statement.writes:
+        return None
+    if statement.unknown_target:
+        raise ConfigurationError(
+            f"{statement.description or 'this statement'} is refused: it may write a hudilite table and which one "
+            f"cannot be told ({statement.unknown_target}); name the table in the statement")
+    if statement.kind in (st.RENAME, st.DROP_VIEW, st.DROP_TABLE):
+        # a remembered view's SQL goes (or moves) with its entry (Spark's DROP TABLE drops a view too)
+        view = _remembered_view(catalog, statement.target)
+        if view is not None and not (statement.kind == st.RENAME and statement.description.startswith("ALTER TABLE")):
+            # (Spark renames no view through ALTER TABLE: it says so itself)
+            if statement.kind != st.RENAME:
+                catalog.drop_view(*view)
+            else:
+                new = list(statement.new_name or [])
+                key = (view[0], new[0]) if len(new) == 1 else catalog.table_key(new)
+                if key is None:
+                    raise ConfigurationError(f"cannot rename view {view[0]}.{view[1]} to {'.'.join(new)}")
+                catalog.rename_view(view[0], view[1], *key)
+            return spark.createDataFrame([], "num_affected_rows long")
     found = _hudilite_table(catalog, statement.target)
     for more in statement.more_targets:
         found = found or _hudilite_table(catalog, more)
@@ -137,6 +174,11 @@ def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None)
             raise _refused(found, "WITH before INSERT (put the WITH inside the SELECT)")
         return None
     kind = statement.kind
+    if kind == st.EXECUTE_IMMEDIATE:  # EXPLAIN EXECUTE IMMEDIATE and EXECUTE IMMEDIATE ... INTO run it in Spark
+        if found:
+            raise _refused(found, statement.description + (" (Spark runs the statement it explains)"
+                                                           if statement.explain else ""))
+        return None
     if found is None:
         if kind in (st.CREATE_AS_SELECT, st.REPLACE_AS_SELECT) and statement.target:
             return _create_as_select(catalog, statement)
@@ -144,11 +186,12 @@ def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None)
     if kind == st.CREATE_AS_SELECT and statement.if_not_exists:  # CREATE TABLE IF NOT EXISTS: it does
         return spark.createDataFrame([], "num_affected_rows long")
     schema, name, table = found
+    text = statement.text or sql  # each IDENTIFIER(...) in it replaced by the name it stands for
     if kind == st.UPDATE:
-        assignments, where = parse_update(sql)
+        assignments, where = parse_update(text)
         table.update(assignments, where, alias=statement.alias)
     elif kind == st.DELETE:
-        table.delete_where(parse_delete(sql) or "true", alias=statement.alias)
+        table.delete_where(parse_delete(text) or "true", alias=statement.alias)
     elif kind == st.INSERT:
         if statement.partition_clause:
             raise _refused(found, "INSERT with a PARTITION clause (partition values come from the rows' columns)")

@@ -126,6 +126,8 @@ class HudiliteAdapter(SparkAdapter):
             return
         catalog.forget_view(relation.schema, relation.identifier)
         catalog.set_docs(relation.schema, relation.identifier, None, {})
+        if relation.type is None:  # not a table of ours: a view (SQLAdapter refuses a typeless drop)
+            relation = relation.incorporate(type=RelationType.View)
         super().drop_relation(relation)
 
     def drop_schema(self, relation: BaseRelation) -> None:

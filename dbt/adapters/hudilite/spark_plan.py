@@ -3,7 +3,13 @@ session, whose JVM is in this process).
 
 The parse is Spark's (comments, backticks, `USE`, catalog prefixes, CTEs and subqueries all
 handled as Spark handles them); nothing is resolved against the catalog, so it is cheap and
-works before any table is registered.
+works before any table is registered. What only Spark's analysis would resolve is resolved
+before the parse, by `statement.read_statement`: `IDENTIFIER(<expr>)` and the statement an
+`EXECUTE IMMEDIATE` runs are computed (a SELECT of the expression) and read in their place.
+Spark's own analysis is not used to classify: analysing `EXECUTE IMMEDIATE` runs its statement
+(Spark 4's ResolveExecuteImmediate executes it, under EXPLAIN too), and analysing a write to a
+registration already fails (the read-only registration: UNSUPPORTED_INSERT.MULTI_PATH). A view
+needs no resolving here: Spark writes through no view.
 """
 
 from __future__ import annotations
@@ -83,6 +89,15 @@ def statement_from_plan(spark, sql: str) -> Optional[st.Statement]:
         return None
     names = names_read(plan)
     kind = plan.getClass().getSimpleName()
+    if kind == "ExplainCommand":  # Spark plans the statement and runs none of it, but for one
+        if plan.logicalPlan().getClass().getSimpleName() == "UnresolvedExecuteImmediate":
+            return st.Statement(st.EXECUTE_IMMEDIATE, names, description="EXPLAIN EXECUTE IMMEDIATE", explain=True)
+        return st.Statement(st.QUERY, names)
+    if kind == "UnresolvedExecuteImmediate":  # `statement` reads what it runs
+        return st.Statement(st.EXECUTE_IMMEDIATE, names, description="EXECUTE IMMEDIATE")
+    if kind == "UnresolvedInsert":  # its table is an IDENTIFIER(...) left unresolved
+        return st.Statement(st.INSERT, names, writes=True, description="INSERT",
+                            unknown_target="its table is named by an expression")
     if kind == "Union":
         inserts = seq(plan.children())
         if inserts and all(i.getClass().getSimpleName() == st.INSERT for i in inserts):
@@ -100,6 +115,13 @@ def statement_from_plan(spark, sql: str) -> Optional[st.Statement]:
     if kind in (st.UPDATE, st.DELETE):
         table = plan.table()
         found.alias = table.alias() if table.getClass().getSimpleName() == "SubqueryAlias" else None
+    elif kind == "RenameTable":  # ALTER TABLE/VIEW t RENAME TO u
+        found.kind, found.new_name = st.RENAME, seq(plan.newName())
+        found.description = "ALTER VIEW ... RENAME" if plan.isView() else "ALTER TABLE ... RENAME"
+    elif kind in ("DropView", "DropTable"):
+        found.kind = st.DROP_VIEW if kind == "DropView" else st.DROP_TABLE
+    elif kind == st.INSERT and plan.replaceCriteriaOpt().isDefined():  # INSERT ... REPLACE WHERE / USING
+        found.kind, found.description = "INSERT REPLACE", "INSERT ... REPLACE"
     elif kind == st.INSERT:
         found.overwrite, found.by_name = plan.overwrite(), plan.byName()
         found.columns = seq(plan.userSpecifiedCols())

@@ -21,7 +21,7 @@ from . import statement as st
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<comment>--(?:\\\n|[^\r\n])*)
-  | (?P<string>[rR]'[^']*(?:'|\Z)|[rR]"[^"]*(?:"|\Z)|'(?:[^'\\]|\\.)*(?:'|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z))
+  | (?P<string>[rR]'[^']*(?:'|\Z)|[rR]"[^"]*(?:"|\Z)|'(?:[^'\\]|\\.|'')*(?:'|\Z)|"(?:[^"\\]|\\.|"")*(?:"|\Z))
   | (?P<quoted>`(?:[^`]|``)*(?:`|\Z))
   | (?P<word>[^\W]+)
   | (?P<other>.)
@@ -38,8 +38,12 @@ class Token:
 
     @property
     def value(self) -> str:
-        """An identifier's name: backticks removed."""
-        return self.text[1:-1].replace("``", "`") if self.kind == "quoted" else self.text
+        """An identifier's name: backticks (or, under spark.sql.ansi.doubleQuotedIdentifiers,
+        double quotes) removed."""
+        if self.kind != "quoted":
+            return self.text
+        mark = self.text[0]
+        return self.text[1:-1].replace(mark + mark, mark)
 
     @property
     def keyword(self) -> str:
@@ -63,8 +67,59 @@ def _pieces(sql: str) -> Iterator[Tuple[str, str, int]]:
         i = m.end()
 
 
-def tokens(sql: str) -> List[Token]:
-    return [Token(kind, text, start) for kind, text, start in _pieces(sql) if kind not in ("space", "comment")]
+def tokens(sql: str, double_quoted: bool = False) -> List[Token]:
+    """The tokens of `sql`; with `double_quoted` (spark.sql.ansi.doubleQuotedIdentifiers), a
+    `"..."` is a quoted identifier, as a backticked one is."""
+    found = []
+    for kind, text, start in _pieces(sql):
+        if kind in ("space", "comment"):
+            continue
+        if double_quoted and kind == "string" and text.startswith('"'):
+            kind = "quoted"
+        found.append(Token(kind, text, start))
+    return found
+
+
+def pieces_of(sql: str) -> List[Tuple[str, str, int]]:
+    """(kind, text, start) of everything in `sql`, spaces and comments too."""
+    return list(_pieces(sql))
+
+
+def significant(pieces: List[Tuple[str, str, int]]) -> List[int]:
+    """The indexes of the pieces that are not spaces or comments."""
+    return [i for i, (kind, _, _) in enumerate(pieces) if kind not in ("space", "comment")]
+
+
+_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
+
+
+def string_value(text: str) -> str:
+    """The value of one Spark string literal: `'it''s'`, `'a\\'b'`, `r'raw\\n'`."""
+    if text[:1] in "rR":
+        return text[2:-1]
+    mark, body = text[0], text[1:-1]
+    out, i = [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == mark and i + 1 < len(body) and body[i + 1] == mark:
+            out.append(mark)
+            i += 2
+        elif ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", body[i + 2:i + 6]):
+                out.append(chr(int(body[i + 2:i + 6], 16)))
+                i += 6
+                continue
+            if re.fullmatch(r"[0-3][0-7][0-7]", body[i + 1:i + 4]):
+                out.append(chr(int(body[i + 1:i + 4], 8)))
+                i += 4
+                continue
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
 
 
 def strip_comments(sql: str) -> str:
@@ -87,9 +142,11 @@ def _comment_end(sql: str, i: int) -> int:
 
 
 class _Reader:
-    def __init__(self, sql: str):
+    def __init__(self, sql: str, double_quoted: Callable[[], bool] = lambda: False):
         self.sql = sql
         self.tokens = tokens(sql)
+        if any(t.kind == "string" and t.text.startswith('"') for t in self.tokens) and double_quoted():
+            self.tokens = tokens(sql, double_quoted=True)
         self.i = 0
 
     def peek(self, ahead: int = 0) -> str:
@@ -150,13 +207,17 @@ def names_in(toks: List[Token]) -> set:
     return found
 
 
-def statement_from_text(sql: str, run_query: Callable[[str], object]) -> Optional[st.Statement]:
-    """The statement `sql` is; `run_query(text)` makes the DataFrame of a query inside it."""
-    reader = _Reader(sql)
+def statement_from_text(sql: str, run_query: Callable[[str], object],
+                        double_quoted: Callable[[], bool] = lambda: False) -> Optional[st.Statement]:
+    """The statement `sql` is; `run_query(text)` makes the DataFrame of a query inside it;
+    `double_quoted()` tells whether `"a"."b"` is a name (asked only when the text holds one)."""
+    reader = _Reader(sql, double_quoted)
     if not reader.tokens:
         return None
     names = names_in(reader.tokens)
     head = reader.peek()
+    if head == "execute" and reader.peek(1) == "immediate":
+        return _execute_immediate(reader, names)
     if head == "insert":
         return _insert(reader, names, run_query)
     if head == "with":
@@ -177,9 +238,14 @@ def statement_from_text(sql: str, run_query: Callable[[str], object]) -> Optiona
         if reader.accept(*words):
             if words == ("alter",) and not (reader.accept("table") or reader.accept("view")):
                 return st.Statement(st.QUERY, names)
+            view = words == ("alter",) and reader.tokens[reader.i - 1].keyword == "view"
             if words[0] == "drop":
                 reader.accept("if", "exists")
-            return st.Statement(what, names, reader.name(), writes=True, description=what)
+            found = st.Statement(what, names, reader.name(), writes=True, description=what)
+            if words == ("alter",) and reader.accept("rename", "to"):
+                found.kind, found.new_name = st.RENAME, reader.name()
+                found.description = "ALTER VIEW ... RENAME" if view else "ALTER TABLE ... RENAME"
+            return found
     return _unread_write(reader, names)
 
 
@@ -224,9 +290,64 @@ def _explain(reader: _Reader, names: set, run_query) -> st.Statement:
     reader.accept("explain")
     if reader.peek() in _EXPLAIN_MODES:
         reader.i += 1
-    if reader.peek() == "execute":
-        return statement_from_text(reader.rest(), run_query)
+    if reader.peek() == "execute" and reader.peek(1) == "immediate":
+        found = _execute_immediate(reader, names)
+        found.explain = True
+        return found
     return st.Statement(st.QUERY, names)
+
+
+def _execute_immediate(reader: _Reader, names: set) -> st.Statement:
+    """`EXECUTE IMMEDIATE <expr> [INTO var, ...] [USING expr [AS name], ...]`: the parts, as text.
+    What the statement it runs is, is read once the expression and values are computed
+    (`statement.read_statement`)."""
+    reader.accept("execute", "immediate")
+    start, depth, into, using = reader.i, 0, None, None
+    for j in range(reader.i, len(reader.tokens)):
+        word = reader.tokens[j].keyword
+        depth += {"(": 1, ")": -1}.get(word, 0)
+        if depth == 0 and word == "into" and into is None and using is None:
+            into = j
+        elif depth == 0 and word == "using" and using is None:
+            using = j
+    end = min(x for x in (into, using, len(reader.tokens)) if x is not None)
+    expression = _text_between(reader, start, end)
+    args: List[Tuple[Optional[str], str]] = []
+    if using is not None:
+        for arg in _split_commas(reader, using + 1, len(reader.tokens)):
+            name = None
+            if len(arg) >= 3 and arg[-2].keyword == "as" and arg[-1].kind in ("word", "quoted"):
+                name, arg = arg[-1].value, arg[:-2]
+            elif len(arg) >= 2 and arg[-1].kind in ("word", "quoted") and (
+                    arg[-2].kind == "string" or arg[-2].text == ")" or arg[-2].text[:1].isdigit()):
+                name, arg = arg[-1].value, arg[:-1]
+            args.append((name, reader.sql[arg[0].start:arg[-1].start + len(arg[-1].text)] if arg else ""))
+    found = st.Statement(st.EXECUTE_IMMEDIATE, names, description="EXECUTE IMMEDIATE")
+    found.immediate, found.into = (expression, args), into is not None
+    return found
+
+
+def _text_between(reader: _Reader, start: int, end: int) -> str:
+    if start >= end:
+        return ""
+    last = reader.tokens[end - 1]
+    return reader.sql[reader.tokens[start].start:last.start + len(last.text)]
+
+
+def _split_commas(reader: _Reader, start: int, end: int) -> List[List[Token]]:
+    parts, current, depth = [], [], 0
+    for token in reader.tokens[start:end]:
+        depth += {"(": 1, ")": -1}.get(token.keyword, 0)
+        if depth == 0 and token.keyword == ";":
+            break
+        if depth == 0 and token.keyword == ",":
+            parts.append(current)
+            current = []
+            continue
+        current.append(token)
+    if current:
+        parts.append(current)
+    return parts
 
 
 def _insert(reader: _Reader, names: set, run_query) -> st.Statement:
