@@ -39,16 +39,18 @@ def referee_python() -> Path:
 class HudiSpark:
     """One Hudi version's Spark session in its own process."""
 
-    def __init__(self, version: str):
+    def __init__(self, version: str, conf: dict = None, log_name: str = None):
+        """`conf`: Spark settings beside the referee's own (the benchmark's driver memory);
+        `log_name`: the log file under HOME, by default hudi-<version>.log."""
         self.version = version
-        self.log_path = HOME / f"hudi-{version}.log"
+        self.log_path = HOME / (log_name or f"hudi-{version}.log")
         python = referee_python()
         env = {**os.environ, "TZ": "UTC", "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
         env.pop("SPARK_HOME", None)
         env.pop("PYTHONPATH", None)
         self._log = open(self.log_path, "w")
         self._process = subprocess.Popen(
-            [str(python), str(SERVER), version, str(HOME / "ivy")], stdin=subprocess.PIPE,
+            [str(python), str(SERVER), version, str(HOME / "ivy")] + ([json.dumps(conf)] if conf else []), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
         ready = self._reply()
         assert ready.get("ready") == version, ready
@@ -90,6 +92,15 @@ class HudiSpark:
 
     def write(self, path: str, rows: List[dict], schema: str, options: dict, mode: str = "append") -> None:
         self.request("write", path=path, rows=rows, schema=schema, options=options, mode=mode)
+
+    def bench(self, rows_module: str, writes: List[dict], shuffle_partitions: int = None) -> List[dict]:
+        """Hudi's writer timed in the referee: each of `writes` ({"rows": a generator of
+        `rows_module` (benchmarks/peer_rows.py), "args": its arguments, "path", "options", "mode"})
+        made there, cached and counted, then saved under the clock. One {"seconds", "jobs",
+        "fingerprint"} per write."""
+        reply = self.request("bench", rows_module=str(rows_module), writes=writes, shuffle_partitions=shuffle_partitions)
+        return [{"seconds": s, "jobs": j, "fingerprint": f}
+                for s, j, f in zip(reply["seconds"], reply["jobs"], reply["fingerprints"])]
 
     def close(self) -> None:
         if self._process.poll() is None:

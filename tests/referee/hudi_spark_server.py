@@ -3,7 +3,7 @@ in its own Python by `hudi_spark.HudiSpark`. It reads requests as JSON lines on 
 answers each with one line on stdout that starts with REPLY; everything else Spark prints is
 left alone.
 
-Usage: python hudi_spark_server.py <hudi version> <ivy cache folder>
+Usage: python hudi_spark_server.py <hudi version> <ivy cache folder> [<JSON object of extra Spark settings>]
 """
 
 import json
@@ -17,10 +17,10 @@ from values import plain_rows  # noqa: E402  (the referee's Python has no tests 
 REPLY = "@@REFEREE "
 
 
-def session(version: str, ivy: str):
+def session(version: str, ivy: str, extra: dict = None):
     from pyspark.sql import SparkSession
 
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName(f"hudi-{version}-referee")
         .config("spark.jars.packages", f"org.apache.hudi:hudi-spark3.5-bundle_2.12:{version}")
@@ -32,8 +32,10 @@ def session(version: str, ivy: str):
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
-        .getOrCreate()
     )
+    for key, value in (extra or {}).items():  # the benchmark's: its driver memory, its shuffle partitions
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -71,10 +73,55 @@ def write(spark, request):
     return {}
 
 
+_ROW_MODULES = {}
+_BENCH_GROUPS = iter(range(1 << 62))  # a job group per timed write
+
+
+def _row_module(path: str):
+    """The benchmark's row generators (benchmarks/peer_rows.py), loaded once from their path."""
+    if path not in _ROW_MODULES:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("peer_rows", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _ROW_MODULES[path] = module
+    return _ROW_MODULES[path]
+
+
+def bench(spark, request):
+    """The benchmark's peer: Hudi's writer timed here on rows made here. Each of `writes` names a
+    generator of the `rows_module` and its arguments, the table `path`, the datasource `options`
+    and `mode`. Its rows are made, cached and counted first; then only `save` is timed. Answers the
+    seconds, Spark job count and row fingerprint of each write, in order."""
+    import time
+
+    rows = _row_module(request["rows_module"])
+    if request.get("shuffle_partitions"):
+        spark.conf.set("spark.sql.shuffle.partitions", str(request["shuffle_partitions"]))
+    tracker = spark.sparkContext.statusTracker()
+    seconds, jobs, fingerprints = [], [], []
+    for item in request["writes"]:
+        df, fingerprint = rows.cached(spark, item["rows"], item.get("args", {}))
+        writer = df.write.format("hudi").mode(item.get("mode", "append"))
+        for key, value in item["options"].items():
+            writer = writer.option(key, value)
+        group = f"bench-{next(_BENCH_GROUPS)}"
+        spark.sparkContext.setJobGroup(group, group)
+        started = time.perf_counter()
+        writer.save(item["path"])
+        seconds.append(time.perf_counter() - started)
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        jobs.append(len(tracker.getJobIdsForGroup(group)))
+        fingerprints.append(fingerprint)
+        df.unpersist()
+    return {"seconds": seconds, "jobs": jobs, "fingerprints": fingerprints}
+
+
 def main() -> None:
     version, ivy = sys.argv[1], sys.argv[2]
-    spark = session(version, ivy)
-    handlers = {"read": read, "reads": reads, "write": write, "version": lambda s, r: {"spark": s.version}}
+    spark = session(version, ivy, json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
+    handlers = {"read": read, "reads": reads, "write": write, "bench": bench, "version": lambda s, r: {"spark": s.version}}
     print(REPLY + json.dumps({"ok": True, "ready": version}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
