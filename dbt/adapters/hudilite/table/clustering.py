@@ -30,6 +30,7 @@ from .file_group import BaseFile, FileGroup
 from .file_sizing import FileSizing, average_record_bytes
 from .index import IndexChange
 from .instant import REPLACE_COMMIT, REQUESTED, Instant
+from .reader import bounded_stored_reads
 from .rows import CLUSTER_GROUP, CLUSTER_ROWS
 from .schema import FILE_NAME, quote
 from .writer import cluster_task, run_write_job
@@ -94,7 +95,8 @@ def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
                                            clustering_plan_record(plan, files, sort_columns, ctx.storage.uri))
         rows = _rows_by_group(ctx.read_files(files), data_schema.names, plan, sort_columns)
         spec = ctx.write_spec(txn.instant, rows_per_file=[c.rows_per_file for c in plan])
-        stats = run_write_job(rows, spec, task=cluster_task)
+        with bounded_stored_reads(ctx.spark, ctx.storage, files, ctx.name):  # wide rows: smaller reader batches
+            stats = run_write_job(rows, spec, task=cluster_task)
         replaced = {}
         for c in plan:
             replaced.setdefault(c.partition, []).extend(c.file_ids)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -26,6 +27,7 @@ from .context import EVOLVE, TableContext
 from .errors import SchemaError
 from .index import IndexChange, file_id_of
 from .instant import COMMIT
+from .reader import bounded_stored_reads
 from .rows import FILE_ID, REWRITE
 from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, quote
 from .writer import by_rewrite_task, rewrite_task, run_write_job, write_empty_slice, write_stat
@@ -194,7 +196,9 @@ def delete_insert(ctx: TableContext, df: DataFrame, key_columns: Sequence[str], 
     if not ctx.config.auto_keys:
         raise ctx.error("delete+insert would duplicate its record keys; use upsert")
     data_schema = ctx.schema_after(df, EVOLVE)
-    df = df.localCheckpoint(eager=True)  # the rows deleted and the rows inserted come from one evaluation
+    # The rows deleted and the rows inserted come from one evaluation, kept on local disk: in
+    # the JVM's heap (the default) a batch of wide rows leaves too little for reading the stored ones.
+    df = df.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
     return rewrite_matching(ctx, key_marker(df, key_columns, predicates, ctx.name), INSERT, data_schema,
                             delete=True, inserts=df, alias=predicate_alias)
 
@@ -230,24 +234,26 @@ def rewrite_matching(ctx: TableContext, mark: Marker, operation: str, data_schem
             scanned = sorted(ctx.index.holders(candidates, ctx.timeline.completed(), view))
         else:
             scanned = sorted(current)
-        matched = matched_rows(mark(stored(scanned))) if scanned else None
-        touched = dict(matches_per_file_group(matched)) if matched is not None else {}
-        if not touched and inserts is None:
-            return None  # nothing to do: the transaction rolls its empty instant back
-        spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched},
-                              deletes_per_file_group=touched if delete else {})
-        stats: List[WriteStat] = []
-        change = IndexChange()
-        if touched:
-            rewritten = with_matches(stored(sorted(touched)), matched)
-            sizes = {f: current[f].latest.size for f in touched}
-            stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, sizes, ctx.name), spec,
-                                   task=rewrite_task)
-            arrow_schema = ctx.arrow_schema(data_schema)
-            for file_id in sorted(set(touched) - {s.fileId for s in stats}):
-                stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
-            if delete:
-                change.removed = deleted_entries(matched)
+        # Spark's reader decodes the stored rows in batches their width allows (`reader`).
+        with bounded_stored_reads(ctx.spark, ctx.storage, [current[f].latest for f in scanned], ctx.name):
+            matched = matched_rows(mark(stored(scanned))) if scanned else None
+            touched = dict(matches_per_file_group(matched)) if matched is not None else {}
+            if not touched and inserts is None:
+                return None  # nothing to do: the transaction rolls its empty instant back
+            spec = ctx.write_spec(txn.instant, prev_commits={f: current[f].latest.instant for f in touched},
+                                  deletes_per_file_group=touched if delete else {})
+            stats: List[WriteStat] = []
+            change = IndexChange()
+            if touched:
+                rewritten = with_matches(stored(sorted(touched)), matched)
+                sizes = {f: current[f].latest.size for f in touched}
+                stats += run_write_job(rows_after(rewritten, data_schema, assignments, delete, sizes, ctx.name), spec,
+                                       task=rewrite_task)
+                arrow_schema = ctx.arrow_schema(data_schema)
+                for file_id in sorted(set(touched) - {s.fileId for s in stats}):
+                    stats.append(write_stat(write_empty_slice(spec, current[file_id].partition, file_id, arrow_schema)))
+                if delete:
+                    change.removed = deleted_entries(matched)
         if inserts is not None:
             change.inserted = run_write_job(ctx.rows_for_writer(inserts, data_schema), spec)
             stats += change.inserted

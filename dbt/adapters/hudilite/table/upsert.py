@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -324,29 +324,147 @@ def first_positions(match: np.ndarray, count: int) -> pa.Array:
     return pa.array(position, mask=position < 0)
 
 
+# A file group's stored rows are merged about this many bytes (in Arrow) at a time: the whole
+# slice and its merged copy held at once took a worker about 60 times the file's bytes on disk.
+MERGE_PIECE_BYTES = 32 << 20
+_WIDTH_PROBE_ROWS = 1024
+_SMALL_SLICE_ROWS = 65_536
+
+
+def stored_pieces(parquet: pq.ParquetFile, rows: int) -> Iterator[pa.Table]:
+    """A stored slice in pieces of `rows` rows (`piece_rows`), in file order."""
+    if parquet.metadata.num_rows == 0:
+        return
+    for batch in parquet.iter_batches(batch_size=rows):
+        yield pa.Table.from_batches([batch])
+
+
+def piece_rows(parquet: pq.ParquetFile, piece_bytes: int = MERGE_PIECE_BYTES) -> int:
+    """Rows of a piece of about `piece_bytes` in Arrow. A small slice (few rows, few bytes
+    decoded) is one piece; otherwise its first rows are read to see their width in Arrow."""
+    meta = parquet.metadata
+    decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if meta.num_rows <= _SMALL_SLICE_ROWS and decoded <= piece_bytes // 4:
+        return max(1, meta.num_rows)
+    # (no more rows than the footer's own sizes allow in a piece: 1 MB values are read a few at a time)
+    probe = max(1, min(_WIDTH_PROBE_ROWS, int(piece_bytes * meta.num_rows // max(1, decoded))))
+    first = next(parquet.iter_batches(batch_size=probe))
+    return max(1, int(piece_bytes * first.num_rows // max(1, first.nbytes)))
+
+
+def merge_pieces(pieces: Iterable[pa.Table], empty: pa.Table, incoming: pa.Table, partition: str,
+                 data_names: Sequence[str], precombine: Optional[str], update_columns: Optional[Sequence[str]],
+                 counts: List[int], stored_keys: Optional[pa.Array] = None) -> Iterator[pa.Table]:
+    """`merge_slice` of a stored slice that arrives in pieces (`empty`: one of no rows), yielded
+    piece by piece: the same rows in the same order, holding one piece and the batch's rows at
+    a time. Each piece merges the batch rows whose key it holds and no earlier piece did (keys
+    leaving the group: every piece holding them); a key a piece changed drops its stored copies
+    in later pieces, as `merge_slice` keeps one row per changed key; keys no piece held go last.
+    `stored_keys` (the whole slice's, optional) lets the batch's keys be hashed once, not once
+    per piece. Adds (rows changed, rows deleted or moved out, rows out, of which new keys) to
+    `counts`."""
+    keys = incoming.column(RECORD_KEY).combine_chunks()
+    leaving = pc.or_(incoming.column(IS_DELETED), pc.not_equal(incoming.column(PARTITION_PATH), pa.scalar(partition)))
+    leaving = pc.fill_null(leaving, False).to_numpy(zero_copy_only=False)
+    seen = np.zeros(incoming.num_rows, dtype=bool)  # staying keys a piece held
+    applied = np.zeros(incoming.num_rows, dtype=bool)  # ... whose changed row is written: later stored copies go
+    everywhere = None if stored_keys is None else _batch_row_of(stored_keys, keys)
+    stored_keys = None  # (positions kept, not the keys)
+    offset = 0
+
+    def merged(stored: pa.Table, rows: pa.Table) -> pa.Table:
+        out, changed, removed = merge_slice(stored, rows, partition, data_names, precombine, update_columns)
+        counts[0] += changed
+        counts[1] += removed
+        counts[2] += out.num_rows
+        return out
+
+    for piece in pieces:
+        if everywhere is None:
+            at = _batch_row_of(piece.column(RECORD_KEY), keys)  # per stored row: its batch row, or -1
+        else:
+            at, offset = everywhere[offset:offset + piece.num_rows], offset + piece.num_rows
+        held = at >= 0
+        gone = held.copy()
+        gone[held] = applied[at[held]]
+        if gone.any():
+            piece, at, held = piece.filter(pa.array(~gone)), at[~gone], held[~gone]
+        hit = np.zeros(incoming.num_rows, dtype=bool)
+        hit[at[held]] = True
+        mine = hit & (leaving | ~seen)
+        if not mine.any():
+            yield merged(piece, incoming.slice(0, 0))  # the piece in the slice layout
+            continue
+        rows = incoming.filter(pa.array(mine))
+        out = merged(piece, rows)
+        seen |= hit & ~leaving
+        # The staying rows merged here whose changed row was written (not older than the stored one).
+        staying = np.flatnonzero(mine & ~leaving)
+        written = out.filter(pc.is_null(out.column(0))).column(RECORD_KEY).combine_chunks()
+        now = _batch_row_of(written, keys.take(pa.array(staying, pa.int64())))
+        applied[staying[now[now >= 0]]] = True
+        yield out
+    new = incoming.filter(pa.array(~seen & ~leaving))
+    counts[3] += new.num_rows
+    yield merged(empty, new)
+
+
+def _batch_row_of(stored_keys, keys: pa.Array) -> np.ndarray:
+    """Per stored key, the position of the same key in `keys`, or -1."""
+    return pc.fill_null(pc.index_in(stored_keys, value_set=keys), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precombine: Optional[str],
                update_columns: Optional[List[str]], spec: WriteSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the batch's rows of touched file groups arrive tagged and grouped by file
-    group; each group's latest slice (`slices`: fileId -> (path, partition)) is read here and
-    merged with them (`merge_slice`) into a new slice of the same fileId."""
+    group; each group's latest slice (`slices`: fileId -> (path, partition)) is read here piece
+    by piece and merged with them (`merge_pieces`) into a new slice of the same fileId."""
     storage = Storage(spec.base_path)
 
     def merged_slices() -> Iterator[NewSlice]:
         for file_id, parts in grouped_by_file_group(batches, OLD_FILE_ID):
             path, partition = slices[file_id]
-            with storage.open_input(path) as source:
+            incoming = pa.Table.from_batches(list(parts))
+            source = storage.open_input(path)
+            try:
                 parquet = pq.ParquetFile(source)
-                stored, footer = parquet.read(), parquet.metadata.metadata
-            merged, _, removed = merge_slice(stored, pa.Table.from_batches(list(parts)), partition, data_names,
-                                             precombine, update_columns)
-            # A group whose every row left still gets a (empty) new slice: its old one must go.
-            batches_out = merged.to_batches(ARROW_BATCH_ROWS) or [pa.RecordBatch.from_pylist([], schema=merged.schema)]
-            same_keys = merged.column(RECORD_KEY).equals(stored.column(RECORD_KEY))  # in the same order
-            # reused only when built from these keys and sized as a new one would be
-            yield NewSlice(file_id, partition, removed, batches_out,
-                           stored_footer(footer, stored.num_rows) if same_keys else None)
+                counts = [0, 0, 0, 0]
+                # A slice of several pieces: its keys read first, for one hashing of the batch's keys.
+                rows = piece_rows(parquet)
+                several = parquet.metadata.num_rows > rows
+                stored_keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks() if several else None
+                pieces = merge_pieces(stored_pieces(parquet, rows), parquet.schema_arrow.empty_table(), incoming,
+                                      partition, data_names, precombine, update_columns, counts, stored_keys)
+                stored_keys = None  # the merge holds what it needs
+                stored_rows, metadata = parquet.metadata.num_rows, parquet.metadata.metadata
+
+                def footer(stored_rows=stored_rows, metadata=metadata, counts=counts):
+                    """The stored bloom footer, when the slice kept the stored keys in order (no
+                    row dropped, none added) and it is sized as a new one would be."""
+                    same_keys = counts[2] == stored_rows and counts[3] == 0
+                    return stored_footer(metadata, stored_rows) if same_keys else None
+
+                # Deletes are counted, and the footer chosen, as the pieces are merged: the
+                # slice reads them when it closes.
+                yield NewSlice(file_id, partition, 0, _batches_of(pieces), footer, counts=counts)
+            finally:
+                source.close()
 
     return write_slices(spec, merged_slices())
+
+
+def _batches_of(pieces: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+    """The pieces' rows as record batches; a group whose every row left still gets one (empty)
+    batch, for its (empty) new slice: its old one must go."""
+    last, any_rows = None, False
+    for piece in pieces:
+        last = piece
+        for batch in piece.to_batches(ARROW_BATCH_ROWS):
+            if batch.num_rows:
+                any_rows = True
+                yield batch
+    if not any_rows and last is not None:
+        yield pa.RecordBatch.from_pylist([], schema=last.schema)
 
 # A small upsert's task returns its write stats and its index entries (a row of one or the other).
 SMALL_WRITE_DDL = STATS_DDL + ", entry_key string, entry_deleted boolean, entry_shard int"

@@ -18,7 +18,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 import pyarrow as pa
@@ -129,16 +129,31 @@ def _repeated(value: str, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
+# A Parquet writer ends a data page once it passes its size (1 MiB), but checks only after each
+# `write_batch_size` values (1024): rows of 1 MB made one page of a whole row group (128 MB), which
+# Spark's reader decompresses into one array on the JVM's heap, twice over. Wide rows are written
+# in fewer values per check, so that a page stays near the size.
+PAGE_BYTES = 1 << 20
+WRITE_BATCH_VALUES = 1024  # pyarrow's default
+
+
+def write_batch_values(row_bytes: float) -> int:
+    """Values a Parquet writer writes between page-size checks, for rows of `row_bytes`."""
+    return max(1, min(WRITE_BATCH_VALUES, int(PAGE_BYTES // max(1.0, row_bytes))))
+
+
 def parquet_writer(sink, schema: pa.Schema, portable: bool = False,
-                   dictionary: Optional[Sequence[str]] = None) -> pq.ParquetWriter:
-    """`dictionary`: the columns to dictionary-encode (default: every one that may be)."""
+                   dictionary: Optional[Sequence[str]] = None, row_bytes: float = 0) -> pq.ParquetWriter:
+    """`dictionary`: the columns to dictionary-encode (default: every one that may be);
+    `row_bytes`: the rows' width in Arrow, which bounds the values per page check."""
     chosen = set(schema.names if dictionary is None else dictionary)
     # pyarrow takes the Parquet leaf paths of nested columns (`address.city`), not their names.
     use_dictionary = [path for f in schema if f.name in chosen and (portable or f.name not in DELTA_ENCODED)
                       for path in _leaf_paths(f.name, f.type)]
+    batch = write_batch_values(row_bytes)
     if portable:  # what every Parquet reader reads (properties.PORTABLE)
         return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=use_dictionary,
-                                write_statistics=True)
+                                write_statistics=True, write_batch_size=batch)
     return pq.ParquetWriter(
         sink,
         schema,
@@ -146,6 +161,7 @@ def parquet_writer(sink, schema: pa.Schema, portable: bool = False,
         use_dictionary=use_dictionary,
         column_encoding={n: "DELTA_BYTE_ARRAY" for n in DELTA_ENCODED},
         write_statistics=True,
+        write_batch_size=batch,
     )
 
 
@@ -260,7 +276,8 @@ class _OpenBaseFile:
         """The file's Parquet writer, its dictionaries chosen from its first rows."""
         if self.writer is None:
             dictionary = dictionary_columns(pa.Table.from_batches(self.pending)) if self.pending else None
-            self.writer = parquet_writer(self.sink, self.schema, self.spec.portable_encoding, dictionary)
+            row_bytes = self.pending_bytes / max(1, sum(b.num_rows for b in self.pending))
+            self.writer = parquet_writer(self.sink, self.schema, self.spec.portable_encoding, dictionary, row_bytes)
         return self.writer
 
     def _flush(self) -> None:
@@ -451,7 +468,12 @@ class NewSlice:
     partition: str
     deletes: int  # rows the slice drops (deleted, or moved to another partition)
     batches: Iterable[pa.RecordBatch]
-    footer: Optional[Dict[str, str]] = None  # bloom footer entries, when its keys are the stored slice's
+    # Bloom footer entries, when its keys are the stored slice's; or a function giving them (or
+    # None) once `batches` are all made (a merge streamed piece by piece), the keys held meanwhile.
+    footer: Union[None, Dict[str, str], Callable[[], Optional[Dict[str, str]]]] = None
+    # [rows changed, rows deleted, ...] counted while `batches` are made (a streamed merge): the
+    # deletes are read from here once they are all made.
+    counts: Optional[List[int]] = None
 
 
 def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.RecordBatch]:
@@ -471,7 +493,7 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
                 if out is None:
                     out = _OpenBaseFile(spec, storage, token, new_slice.partition, SLICE.data_fields(rows.schema),
                                         new_slice.file_id, spec.prev_commits[new_slice.file_id], new_slice.deletes,
-                                        footer=new_slice.footer)
+                                        footer=None if callable(new_slice.footer) else new_slice.footer)
                 commit_time, seqno = SLICE.meta_column(rows, COMMIT_TIME), SLICE.meta_column(rows, COMMIT_SEQNO)
                 changed = pc.is_null(commit_time)
                 count = pc.sum(changed).as_py() or 0
@@ -486,6 +508,11 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
                 out.sink.close()
             raise
         if out is not None:
+            if new_slice.counts is not None:
+                out.deletes = new_slice.counts[1]
+            late = new_slice.footer() if callable(new_slice.footer) else None
+            if late and out.keys is not None:  # the stored footer holds these keys: no filter to build
+                out.footer, out.keys = late, None
             _close_into(stats, out)
     yield from _finish(spec, task_partition, attempt, stats)
 

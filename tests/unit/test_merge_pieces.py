@@ -1,0 +1,56 @@
+"""A file group's stored slice merged piece by piece (`upsert.merge_pieces`) gives what the merge
+of the whole slice gives (`reference_merge`, row by row), with the slice cut anywhere: a worker
+holds one piece and the batch's rows, not the whole slice and its merged copy."""
+
+import random
+
+import pyarrow as pa
+
+from dbt.adapters.hudilite.table.upsert import IS_DELETED, merge_pieces
+from tests.unit.test_merge_slice import META, as_rows, reference_merge
+
+
+def tables(stored_rows, incoming_rows):
+    base = pa.table({**{m: pa.array(["t1"] * len(stored_rows) if m == META[0] else
+                                    [f"t1_0_{j}" for j in range(len(stored_rows))] if m == META[1] else
+                                    [str(k) for k, *_ in stored_rows] if m == META[2] else ["p"] * len(stored_rows),
+                                    pa.string()) for m in META},
+                     "_hoodie_file_name": pa.array(["f1"] * len(stored_rows), pa.string()),
+                     "id": pa.array([k for k, *_ in stored_rows], pa.int64()),
+                     "name": pa.array([n for _, n, _ in stored_rows], pa.string()),
+                     "version": pa.array([v for *_, v in stored_rows], pa.int64())})
+    batch = pa.table({"_hoodie_record_key": pa.array([str(r[0]) for r in incoming_rows], pa.string()),
+                      "_hoodie_partition_path": pa.array([r[4] for r in incoming_rows], pa.string()),
+                      IS_DELETED: pa.array([r[3] for r in incoming_rows], pa.bool_()),
+                      "id": pa.array([r[0] for r in incoming_rows], pa.int64()),
+                      "name": pa.array([r[1] for r in incoming_rows], pa.string()),
+                      "version": pa.array([r[2] for r in incoming_rows], pa.int64())})
+    return base, batch
+
+
+def test_merges_of_random_slices_cut_in_random_pieces_equal_the_row_by_row_rule():
+    """Keys stored twice (in one piece or two), updates, deletes, moves out, new keys, older
+    and null precombine values, in random mixes and random cuts."""
+    for seed in range(250):
+        rng = random.Random(seed)
+        stored_rows = [(rng.randrange(30), f"s{j}", rng.choice([None, 1, 2, 3])) for j in range(rng.randrange(0, 25))]
+        keys = rng.sample(range(40), rng.randrange(0, 15))
+        incoming_rows = [(k, f"i{k}", rng.choice([None, 1, 2, 3]), rng.random() < 0.2, rng.choice(["p", "p", "p", "q"]))
+                         for k in keys]
+        precombine = rng.choice([None, "version"])
+        base, batch = tables(stored_rows, incoming_rows)
+        cuts = sorted(rng.sample(range(1, max(2, len(stored_rows))), min(rng.randrange(0, 4), max(0, len(stored_rows) - 1))))
+        bounds = [0] + cuts + [len(stored_rows)]
+        pieces = [base.slice(a, b - a) for a, b in zip(bounds, bounds[1:]) if b > a]
+        counts = [0, 0, 0, 0]
+        stored_keys = base.column(META[2]).combine_chunks() if seed % 2 else None  # given, or hashed per piece
+        out = list(merge_pieces(iter(pieces), base.slice(0, 0), batch, "p", ["id", "name", "version"], precombine,
+                                None, counts, stored_keys))
+        merged = pa.concat_tables(out) if out else base.slice(0, 0)
+        expected, expected_changed, expected_removed = reference_merge(stored_rows, incoming_rows, "p", precombine)
+        assert (as_rows(merged), counts[:2]) == (expected, [expected_changed, expected_removed]), (seed, cuts)
+        assert counts[2] == len(expected)
+        # The stored bloom footer is reused when as many rows came out as were stored, none of
+        # them new: exactly when the keys stay as they were, in order.
+        same_keys = [r[1] for r in as_rows(merged)] == [k for k, *_ in stored_rows]
+        assert (counts[2] == len(stored_rows) and counts[3] == 0) == same_keys, seed
