@@ -116,7 +116,7 @@ def alice_key(table, java_instants):
     ("hoodie.table.metadata.partitions=files", "metadata table is on"),
     ("hoodie.populate.meta.fields=false", "virtual keys"),
     ("hoodie.datasource.write.partitionpath.urlencode=true", "URL-encoded"),
-    ("hoodie.table.keygenerator.class=org.apache.hudi.keygen.CustomKeyGenerator", "CustomKeyGenerator is not one"),
+    ("hoodie.table.keygenerator.class=org.apache.hudi.keygen.SqlKeyGenerator", "SqlKeyGenerator is not one"),
 ])
 def test_a_java_table_set_up_in_ways_we_do_not_write_is_read_and_not_written(spark, tmp_path, setting, message):
     from pyspark.sql import functions as F

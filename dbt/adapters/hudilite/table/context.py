@@ -494,7 +494,8 @@ class TableContext:
                 f"its CustomKeyGenerator's partition field types are not in hoodie.properties, and {seen} the partition "
                 f"paths it holds ({samples[0][0]}, ...): add {props.PARTITION_TYPES_KEY}=<SIMPLE or TIMESTAMP for each "
                 f"of {', '.join(fields)}> to .hoodie/hoodie.properties, and for TIMESTAMP fields the Java writer's "
-                "hoodie.keygen.timebased.* settings (timestamp.type, output.dateformat, ...)")
+                "hoodie.keygen.timebased.* settings (timestamp.type, output.dateformat, ...); then delete "
+                ".hoodie/.hoodie.properties.crc (Hadoop's checksum of the old file) if there is one")
         return fitting[0]
 
     def _stored_partition_samples(self, limit: int = 8):

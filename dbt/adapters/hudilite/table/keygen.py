@@ -19,7 +19,7 @@ tasks instead, from Arrow values (`PartitionFormat`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -239,3 +239,286 @@ class PartitionFormat:
         if pc.any(unusable).as_py():
             raise _unusable_folder_name(self.table, name, text.filter(unusable)[0].as_py())
         return text
+
+
+# ---- Hudi's TimestampBasedKeyGenerator and CustomKeyGenerator --------------------------------
+# A timestamp partition field's folder name is its value read as a point in time (a number of
+# seconds, milliseconds, ... since 1970, or a date string in an input format) and printed in an
+# output format (Joda pattern) in an output time zone. Hudi's settings, as its writer keeps them
+# in hoodie.properties (Hudi 1.x; 0.15 keeps the formats and zone, not the type):
+TIMEBASED = "hoodie.keygen.timebased."
+TIMESTAMP_TYPE = TIMEBASED + "timestamp.type"
+SCALAR_UNIT = TIMEBASED + "timestamp.scalar.time.unit"
+INPUT_FORMAT = TIMEBASED + "input.dateformat"
+INPUT_FORMAT_DELIMITER = TIMEBASED + "input.dateformat.list.delimiter.regex"
+INPUT_ZONE = TIMEBASED + "input.timezone"
+OUTPUT_FORMAT = TIMEBASED + "output.dateformat"
+OUTPUT_ZONE = TIMEBASED + "output.timezone"
+ZONE = TIMEBASED + "timezone"
+DATE_TIME_PARSER = "hoodie.keygen.datetime.parser.class"
+_DEFAULT_PARSER = "org.apache.hudi.keygen.parser.HoodieDateTimeParser"
+
+# timestamp.type -> microseconds per unit of the value (None: a date string)
+_TIMESTAMP_TYPES = {"UNIX_TIMESTAMP": "SECONDS", "EPOCHMILLISECONDS": "MILLISECONDS",
+                    "EPOCHMICROSECONDS": "MICROSECONDS", "SCALAR": None, "DATE_STRING": None}
+_UNIT_MS = {"NANOSECONDS": (1, 1_000_000), "MICROSECONDS": (1, 1000), "MILLISECONDS": (1, 1), "SECONDS": (1000, 1),
+            "MINUTES": (60_000, 1), "HOURS": (3_600_000, 1), "DAYS": (86_400_000, 1)}
+# Joda pattern letters -> strftime, by the number of times the letter repeats.
+_JODA = {("y", 4): "%Y", ("y", 2): "%y", ("M", 2): "%m", ("d", 2): "%d", ("H", 2): "%H", ("m", 2): "%M", ("s", 2): "%S"}
+SIMPLE, TIMESTAMP = "SIMPLE", "TIMESTAMP"
+
+
+def _setting_error(table: str, setting: str, why: str):
+    from .errors import ConfigurationError
+    return ConfigurationError(f"table {table}: {setting}: {why}")
+
+
+def joda_to_strftime(pattern: str, table: str, setting: str) -> str:
+    """A Joda date pattern as a strftime format, for the letters hudilite formats and parses
+    (yyyy, yy, MM, dd, HH, mm, ss) and literal text ('quoted', or any other character)."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "'":  # quoted text, where '' is a quote; '' outside quotes is one too
+            if pattern.startswith("''", i):
+                out.append("'")
+                i += 2
+                continue
+            j, text = i + 1, []
+            while True:
+                if j >= len(pattern):
+                    raise _setting_error(table, setting, f"the pattern '{pattern}' has an unclosed quote")
+                if pattern.startswith("''", j):
+                    text.append("'")
+                    j += 2
+                elif pattern[j] == "'":
+                    break
+                else:
+                    text.append(pattern[j])
+                    j += 1
+            out.append("".join(text).replace("%", "%%"))
+            i = j + 1
+        elif ch.isalpha():
+            run = len(pattern) - i - len(pattern[i:].lstrip(ch))
+            code = _JODA.get((ch, run))
+            if code is None:
+                raise _setting_error(table, setting, (
+                    f"the pattern '{pattern}' holds '{ch * run}'; hudilite formats the pattern letters yyyy, yy, MM, "
+                    "dd, HH, mm and ss and quoted text, not that one"))
+            out.append(code)
+            i += run
+        else:
+            out.append("%%" if ch == "%" else ch)
+            i += 1
+    return "".join(out)
+
+
+def java_zone(name: Optional[str], table: str, setting: str) -> Optional[str]:
+    """A java.util.TimeZone id as a zone pyarrow knows: IANA names, GMT/UTC, `GMT+8`,
+    `GMT+08:00`; None for an empty setting. Java takes an unknown id as GMT, silently: refused."""
+    import re
+    if name is None or not name.strip():
+        return None
+    name = name.strip()
+    if name in ("GMT", "UTC", "Z", "UT"):
+        return "UTC"
+    offset = re.fullmatch(r"(?:GMT|UTC)([+-])(\d{1,2})(?::?(\d{2}))?", name)
+    if offset:
+        sign, hours, minutes = offset.group(1), int(offset.group(2)), int(offset.group(3) or 0)
+        if hours <= 23 and minutes <= 59:
+            return f"{sign}{hours:02d}:{minutes:02d}"
+    elif "/" in name:
+        try:
+            import zoneinfo
+            zoneinfo.ZoneInfo(name)
+            return name
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            pass
+    raise _setting_error(table, setting, f"'{name}' is not a time zone hudilite knows (an IANA name such as "
+                         "Asia/Tokyo, UTC, or GMT+08:00); Java would read it as GMT without a word")
+
+
+@dataclass(frozen=True)
+class TimestampPartition:
+    """One partition field of Hudi's TimestampBasedKeyGenerator (alone, or a `field:TIMESTAMP`
+    of CustomKeyGenerator): `folder_names` makes the folder name of each value.
+
+    Numbers (UNIX_TIMESTAMP, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR with its time unit)
+    are truncated to milliseconds as Java's TimeUnit does, and printed in the output zone; a
+    date string (DATE_STRING) is parsed with the input format(s) in the input zone and printed
+    in the output zone, or as it reads when no output zone is set. A null is the value 1 (a
+    date string: 1970-01-01 00:00:00.001), as Hudi's writer makes it. The zone setting
+    `timezone` sets both. With no zone Java uses the JVM's default zone; hudilite takes UTC
+    (the zone of Hudi's Spark jobs on EMR, Glue and Dataproc)."""
+
+    field: str
+    timestamp_type: str
+    output_format: str  # strftime
+    input_formats: Tuple[str, ...] = ()  # strftime; DATE_STRING only
+    unit: Tuple[int, int] = (1, 1)  # (multiplier, divisor) to milliseconds
+    input_zone: Optional[str] = None
+    output_zone: Optional[str] = None
+    table: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Dict[str, str], field: str, table: str) -> "TimestampPartition":
+        """From Hudi's `hoodie.keygen.timebased.*` settings; what hudilite cannot do as Hudi does
+        is an error naming the setting."""
+        parser = settings.get(DATE_TIME_PARSER) or _DEFAULT_PARSER
+        if parser != _DEFAULT_PARSER:
+            raise _setting_error(table, DATE_TIME_PARSER, f"{parser} is a date parser of its own; hudilite makes "
+                                 f"partition paths as Hudi's default ({_DEFAULT_PARSER}) does")
+        kind = (settings.get(TIMESTAMP_TYPE) or "").strip().upper()
+        if not kind:
+            raise _setting_error(table, TIMESTAMP_TYPE, (
+                "not set in .hoodie/hoodie.properties (Hudi 0.15 does not keep it there), so hudilite cannot tell how "
+                f"field '{field}' makes partition paths; add the line {TIMESTAMP_TYPE}=<type> with the value the Java "
+                "writer runs with (and delete .hoodie/.hoodie.properties.crc, Hadoop's checksum of the old file)"))
+        if kind not in _TIMESTAMP_TYPES:
+            raise _setting_error(table, TIMESTAMP_TYPE, (
+                f"{kind}: hudilite makes partition paths for {', '.join(_TIMESTAMP_TYPES)}, not this one"))
+        output = settings.get(OUTPUT_FORMAT)
+        if not output:
+            raise _setting_error(table, OUTPUT_FORMAT, "not set; Hudi's TimestampBasedKeyGenerator requires it")
+        zone = settings.get(ZONE)
+        if zone is not None:  # as Hudi: `timezone` sets both when present
+            input_zone = output_zone = java_zone(zone, table, ZONE) or "UTC"
+        else:
+            input_zone = java_zone(settings.get(INPUT_ZONE), table, INPUT_ZONE)
+            output_zone = java_zone(settings.get(OUTPUT_ZONE), table, OUTPUT_ZONE)
+        unit_name = _TIMESTAMP_TYPES[kind]
+        if kind == "SCALAR":
+            unit_name = (settings.get(SCALAR_UNIT) or "SECONDS").strip().upper()
+            if unit_name not in _UNIT_MS:
+                raise _setting_error(table, SCALAR_UNIT, f"'{unit_name}' is not a java.util.concurrent.TimeUnit")
+        inputs: Tuple[str, ...] = ()
+        if kind == "DATE_STRING":
+            import re
+            text = settings.get(INPUT_FORMAT) or ""
+            if not text.strip():
+                raise _setting_error(table, INPUT_FORMAT, "not set; Hudi requires it with timestamp.type DATE_STRING")
+            delimiter = settings.get(INPUT_FORMAT_DELIMITER) or ","
+            inputs = tuple(joda_to_strftime(p.strip(), table, INPUT_FORMAT) for p in re.split(delimiter, text))
+        return cls(field=field, timestamp_type=kind, output_format=joda_to_strftime(output, table, OUTPUT_FORMAT),
+                   input_formats=inputs, unit=_UNIT_MS.get(unit_name, (1, 1)), input_zone=input_zone,
+                   output_zone=output_zone, table=table)
+
+    @property
+    def depth(self) -> int:
+        """Folders a value makes (`yyyy/MM/dd`: 3)."""
+        return self.output_format.count("/") + 1
+
+    def check_type(self, kind: T.DataType) -> None:
+        numeric = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+        wanted = T.StringType if self.timestamp_type == "DATE_STRING" else numeric
+        if not isinstance(kind, wanted):
+            what = "a string" if self.timestamp_type == "DATE_STRING" else "an integer"
+            raise _setting_error(self.table, TIMESTAMP_TYPE, (
+                f"{self.timestamp_type} makes partition paths of {what} column; partition column '{self.field}' is "
+                f"{kind.simpleString()}"))
+
+    def folder_names(self, values: pa.Array) -> pa.Array:
+        """The folder name (no `field=`) of each value."""
+        if self.timestamp_type == "DATE_STRING":
+            return self._from_text(values.cast(pa.string()))
+        millis = pc.fill_null(values.cast(pa.int64()), 1)
+        multiply, divide = self.unit
+        if multiply != 1:
+            millis = pc.multiply_checked(millis, multiply)
+        if divide != 1:  # truncated toward zero, as TimeUnit.convert
+            millis = pc.divide(millis, divide)
+        instants = millis.cast(pa.timestamp("ms", tz="UTC"))
+        return self._print(instants.cast(pa.timestamp("ms", tz=self.output_zone or "UTC")))
+
+    def _print(self, instants: pa.Array) -> pa.Array:
+        seconds = pc.floor_temporal(instants, unit="second").cast(pa.timestamp("s", tz=instants.type.tz))
+        return pc.strftime(seconds, format=self.output_format)
+
+    def _null_text(self) -> str:
+        """What Hudi's writer puts in place of a null date string: 1 ms after 1970 printed in the
+        first input format, in the input zone (else the output zone, else GMT)."""
+        import datetime as dt
+        import zoneinfo
+        zone_name = self.input_zone or self.output_zone or "UTC"
+        if zone_name[0] in "+-":
+            sign = -1 if zone_name[0] == "-" else 1
+            zone = dt.timezone(sign * dt.timedelta(hours=int(zone_name[1:3]), minutes=int(zone_name[4:6])))
+        else:
+            zone = zoneinfo.ZoneInfo(zone_name)
+        return dt.datetime.fromtimestamp(0.001, zone).strftime(self.input_formats[0])
+
+    def _from_text(self, text: pa.Array) -> pa.Array:
+        text = pc.fill_null(text, self._null_text())
+        parsed = None
+        for fmt in self.input_formats:
+            one = pc.strptime(text, format=fmt, unit="s", error_is_null=True)
+            parsed = one if parsed is None else pc.coalesce(parsed, one)
+        failed = pc.is_null(parsed)
+        if pc.any(failed).as_py():
+            raise DataError(f"table {self.table}: partition column '{self.field}' has the value "
+                            f"'{text.filter(failed)[0].as_py()}', which the input date format ({INPUT_FORMAT}) "
+                            "does not read")
+        if self.output_zone is None:  # printed in the zone it was parsed in: as it reads
+            return pc.strftime(parsed, format=self.output_format)
+        local = pc.assume_timezone(parsed, timezone=self.input_zone or "UTC", ambiguous="earliest",
+                                   nonexistent="earliest")
+        return self._print(local.cast(pa.timestamp("s", tz=self.output_zone)))
+
+
+@dataclass(frozen=True)
+class KeyGenerator:
+    """How a table's key generator makes record keys and partition paths, for the generators
+    hudilite writes: Simple, Complex, Nonpartitioned (by the table's shape), TimestampBased and
+    Custom. `partitions[i]`: None for a field whose value is its folder name (SIMPLE), else its
+    `TimestampPartition`."""
+
+    partition_fields: Tuple[str, ...]
+    partitions: Tuple[Optional[TimestampPartition], ...]
+    hive_style: bool
+    table: str
+
+    @property
+    def plain(self) -> bool:
+        """Every partition folder is a value as it reads (Simple/Complex partition paths)."""
+        return all(p is None for p in self.partitions)
+
+    @property
+    def depth(self) -> int:
+        return sum(1 if p is None else p.depth for p in self.partitions)
+
+    def segment(self, name: str, index: int, values: pa.Array) -> pa.Array:
+        """The path segment (`field=` included when hive style) of partition field `index`."""
+        timestamp = self.partitions[index]
+        text = PartitionFormat((name,), False, self.table)._folder_name(name, values) if timestamp is None \
+            else timestamp.folder_names(values)
+        return pc.binary_join_element_wise(f"{name}=", text, "") if self.hive_style else text
+
+    def paths(self, columns: Sequence[Tuple[str, pa.Array]]) -> pa.Array:
+        """The partition paths of rows whose partition field values are `columns` ((name,
+        values) in the order of the fields)."""
+        segments = [self.segment(name, i, values) for i, (name, values) in enumerate(columns)]
+        return segments[0] if len(segments) == 1 else pc.binary_join_element_wise(*segments, "/")
+
+    def column(self, names: Sequence[str], types: Sequence[T.DataType]) -> Column:
+        """`paths` as a Spark column over the rows' partition columns (spelled `names`)."""
+        for name, kind, timestamp in zip(names, types, self.partitions):
+            if timestamp is not None:
+                timestamp.check_type(kind)
+            elif not formats_in_task([kind]):
+                raise DataError(f"table {self.table}: partition column '{name}' is {kind.simpleString()}; next to a "
+                                "timestamp partition field hudilite makes paths of string, integer and date columns")
+        generator = self
+        names = list(names)
+        if hasattr(F, "arrow_udf"):  # pyspark 4.1+: the values as Arrow arrays
+            def paths(*arrays: pa.Array) -> pa.Array:
+                return generator.paths(list(zip(names, arrays)))
+            import warnings
+            with warnings.catch_warnings():  # it prefers type hints, which cannot spell *arrays
+                warnings.simplefilter("ignore")
+                udf = F.arrow_udf(paths, T.StringType(), F.ArrowUDFType.SCALAR)
+        else:
+            def paths(*series):
+                arrays = [pa.Array.from_pandas(s) for s in series]
+                return generator.paths(list(zip(names, arrays))).to_pandas()
+            udf = F.pandas_udf(paths, T.StringType(), F.PandasUDFType.SCALAR)
+        return udf(*[F.col(quote(n)) for n in names])

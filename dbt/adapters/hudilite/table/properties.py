@@ -13,6 +13,19 @@ TABLE_VERSION = "6"
 KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
 KEYGEN_COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
 KEYGEN_NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+KEYGEN_TIMESTAMP = "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+KEYGEN_CUSTOM = "org.apache.hudi.keygen.CustomKeyGenerator"
+# Hudi 1.x records `hoodie.table.keygenerator.type` instead of the class; its Avro twins make
+# the same keys and paths.
+_KEYGEN_TYPES = {"SIMPLE": KEYGEN_SIMPLE, "COMPLEX": KEYGEN_COMPLEX, "NON_PARTITION": KEYGEN_NON_PARTITIONED,
+                 "TIMESTAMP": KEYGEN_TIMESTAMP, "CUSTOM": KEYGEN_CUSTOM}
+_KEYGEN_TWINS = {f"org.apache.hudi.keygen.{n}AvroKeyGenerator": f"org.apache.hudi.keygen.{n}KeyGenerator"
+                 for n in ("Simple", "Complex", "Nonpartitioned", "TimestampBased", "Custom")}
+KEYGEN_SETTINGS_PREFIX = "hoodie.keygen."  # TimestampBasedKeyGenerator's settings (`keygen.TIMEBASED`)
+# CustomKeyGenerator's partition field types (SIMPLE, TIMESTAMP), in the order of the fields: ours.
+# Hudi's writer takes them with each write (`field:TYPE` in hoodie.datasource.write.partitionpath.field)
+# and keeps only the field names at table version 6.
+PARTITION_TYPES_KEY = "hudilite.keygen.partition.types"
 
 # How base files are encoded. compact: record keys and seqnos delta-encoded, zstd (a fraction
 # of a byte per key; readers on Spark 3.3+ / parquet-mr 1.12+). portable: dictionary and plain
@@ -119,6 +132,8 @@ class TableConfig:
     not_writable: Optional[str] = None  # why hudilite may read but not write it (a Java writer's settings)
     parquet_encoding: str = COMPACT
     virtual_keys: bool = False  # hoodie.populate.meta.fields=false: files hold no meta columns
+    keygen_settings: Dict[str, str] = field(default_factory=dict)  # hoodie.keygen.* (timestamp partition paths)
+    partition_types: Optional[List[str]] = None  # CustomKeyGenerator: SIMPLE/TIMESTAMP per partition field
 
     def check_new(self) -> None:
         """Settings a new table is created with."""
@@ -133,7 +148,7 @@ class TableConfig:
     @property
     def keygen_class(self) -> str:
         if self.key_generator:
-            return self.key_generator
+            return _KEYGEN_TWINS.get(self.key_generator, self.key_generator)
         if not self.partition_fields:
             return KEYGEN_NON_PARTITIONED
         if len(self.record_key_fields) > 1 or len(self.partition_fields) > 1:
@@ -165,6 +180,9 @@ class TableConfig:
             props["hoodie.table.precombine.field"] = self.precombine_field
         if self.create_schema:
             props["hoodie.table.create.schema"] = self.create_schema
+        props.update(self.keygen_settings)
+        if self.partition_types:
+            props[PARTITION_TYPES_KEY] = ",".join(self.partition_types)
         return props
 
     @classmethod
@@ -194,10 +212,14 @@ class TableConfig:
             ).lower()
             == "true",
             create_schema=props.get("hoodie.table.create.schema") or None,
-            key_generator=props.get("hoodie.table.keygenerator.class") or None,
+            key_generator=props.get("hoodie.table.keygenerator.class")
+            or _KEYGEN_TYPES.get(props.get("hoodie.table.keygenerator.type", "").upper(),
+                                 props.get("hoodie.table.keygenerator.type")) or None,
             not_writable=_not_writable(props),
             parquet_encoding=props.get(PARQUET_ENCODING_KEY, COMPACT if ours else PORTABLE),
             virtual_keys=props.get("hoodie.populate.meta.fields", "true").lower() == "false",
+            keygen_settings={k: v for k, v in props.items() if k.startswith(KEYGEN_SETTINGS_PREFIX)},
+            partition_types=fields(PARTITION_TYPES_KEY) or None,
         )
 
 
