@@ -469,14 +469,25 @@ class Corpus:
 
 
 def main(argv: List[str]) -> None:
-    """Over Spark Connect: `python -m tests.functional.statement_corpus <url> <folder> <sample>`
-    (sample 0: the whole product); the report goes to <folder>/report.json."""
+    """`python -m tests.functional.statement_corpus <url> <folder> <sample>`: over Spark Connect
+    at <url>, or in a fresh classic session of its own for the url `local` (sample 0: the whole
+    product); the report goes to <folder>/report.json."""
     url, folder, sample = argv[0], argv[1], int(argv[2])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from dbt.adapters.hudilite.session import connect_session
+    if url == "local":
+        from pyspark.sql import SparkSession
 
-    spark = connect_session(url)
-    report = Corpus(spark, folder, "connect").run(generate(sample or None))
+        spark = (SparkSession.builder.master("local[2,2]").appName("hudilite-corpus")
+                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+                 .config("spark.sql.session.timeZone", "UTC").config("spark.sql.catalogImplementation", "in-memory")
+                 .config("spark.pyspark.python", sys.executable).getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        mode = "classic"
+    else:
+        from dbt.adapters.hudilite.session import connect_session
+
+        spark, mode = connect_session(url), "connect"
+    report = Corpus(spark, folder, mode).run(generate(sample or None))
     with open(os.path.join(folder, "report.json"), "w") as f:
         f.write(report.to_json())
 

@@ -7,35 +7,36 @@ import os
 import subprocess
 import sys
 
-from tests.functional.statement_corpus import FORMS, SPELLINGS, Corpus, generate
+from tests.functional.statement_corpus import FORMS, SPELLINGS, generate
 
 CONNECT_SAMPLE = 4  # spellings per form over Connect (and one EXPLAIN): see test_the_corpus_over_spark_connect
 
 
-def test_the_whole_corpus_in_a_classic_session(spark, tmp_path):
-    cases = generate()
-    assert len(cases) == len(FORMS) * len(SPELLINGS) * 2
-    report = Corpus(spark, str(tmp_path), "classic").run(cases)
-    if os.environ.get("HUDILITE_CORPUS_REPORT"):  # the whole report, for a look at every failure
-        with open(os.environ["HUDILITE_CORPUS_REPORT"], "w") as f:
-            f.write(report.to_json())
-    print(f"classic: {report.statements} statements, {report.commits} commits, {report.seconds} s, "
-          f"outcomes {dict(report.outcomes)}")
-    assert report.statements == 2 * len(cases)  # on each table
-    assert not report.failures, "\n".join(report.failures)
+def _run_corpus(url: str, folder, sample: int) -> dict:
+    """The corpus in a process of its own (`statement_corpus.main`): a fresh session whatever
+    earlier tests left in the suite's, and a Connect client apart from the classic session."""
+    run = subprocess.run([sys.executable, "-m", "tests.functional.statement_corpus", url, str(folder), str(sample)],
+                         capture_output=True, text=True, timeout=1800,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert run.returncode == 0, run.stderr[-5000:]
+    return json.loads((folder / "report.json").read_text())
+
+
+def test_the_whole_corpus_in_a_classic_session(tmp_path):
+    assert len(generate()) == len(FORMS) * len(SPELLINGS) * 2
+    report = _run_corpus("local", tmp_path, 0)
+    print(f"classic: {report['statements']} statements, {report['commits']} commits, {report['seconds']} s, "
+          f"outcomes {report['outcomes']}")
+    assert report["statements"] == 2 * len(generate())  # on each table
+    assert not report["failures"], "\n".join(report["failures"])
 
 
 def test_the_corpus_over_spark_connect(tmp_path, connect_url):
-    """A Connect client cannot share this process with the classic session: the corpus runs in a
-    process of its own against the suite's Connect server."""
+    """Against the suite's Connect server (a rotating sample of spellings: see CONNECT_SAMPLE)."""
     cases = generate(CONNECT_SAMPLE)
     covered = {c.spelling.name for c in cases if not c.explain}
     assert covered == {s.name for s in SPELLINGS}  # every spelling, across the forms
-    run = subprocess.run([sys.executable, "-m", "tests.functional.statement_corpus", connect_url, str(tmp_path),
-                          str(CONNECT_SAMPLE)], capture_output=True, text=True, timeout=1200,
-                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    assert run.returncode == 0, run.stderr[-5000:]
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = _run_corpus(connect_url, tmp_path, CONNECT_SAMPLE)
     print(f"connect: {report['statements']} statements, {report['commits']} commits, {report['seconds']} s, "
           f"outcomes {report['outcomes']}")
     assert report["statements"] == 2 * len(cases)
