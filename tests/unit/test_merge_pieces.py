@@ -6,26 +6,10 @@ import random
 
 import pyarrow as pa
 
-from dbt.adapters.hudilite.table.upsert import IS_DELETED, merge_pieces
-from tests.unit.test_merge_slice import META, as_rows, reference_merge
+from dbt.adapters.hudilite.table.upsert import merge_pieces
+from tests.unit.test_merge_slice import META, as_rows, reference_merge, slice_tables
 
 
-def tables(stored_rows, incoming_rows):
-    base = pa.table({**{m: pa.array(["t1"] * len(stored_rows) if m == META[0] else
-                                    [f"t1_0_{j}" for j in range(len(stored_rows))] if m == META[1] else
-                                    [str(k) for k, *_ in stored_rows] if m == META[2] else ["p"] * len(stored_rows),
-                                    pa.string()) for m in META},
-                     "_hoodie_file_name": pa.array(["f1"] * len(stored_rows), pa.string()),
-                     "id": pa.array([k for k, *_ in stored_rows], pa.int64()),
-                     "name": pa.array([n for _, n, _ in stored_rows], pa.string()),
-                     "version": pa.array([v for *_, v in stored_rows], pa.int64())})
-    batch = pa.table({"_hoodie_record_key": pa.array([str(r[0]) for r in incoming_rows], pa.string()),
-                      "_hoodie_partition_path": pa.array([r[4] for r in incoming_rows], pa.string()),
-                      IS_DELETED: pa.array([r[3] for r in incoming_rows], pa.bool_()),
-                      "id": pa.array([r[0] for r in incoming_rows], pa.int64()),
-                      "name": pa.array([r[1] for r in incoming_rows], pa.string()),
-                      "version": pa.array([r[2] for r in incoming_rows], pa.int64())})
-    return base, batch
 
 
 def test_merges_of_random_slices_cut_in_random_pieces_equal_the_row_by_row_rule():
@@ -38,7 +22,7 @@ def test_merges_of_random_slices_cut_in_random_pieces_equal_the_row_by_row_rule(
         incoming_rows = [(k, f"i{k}", rng.choice([None, 1, 2, 3]), rng.random() < 0.2, rng.choice(["p", "p", "p", "q"]))
                          for k in keys]
         precombine = rng.choice([None, "version"])
-        base, batch = tables(stored_rows, incoming_rows)
+        base, batch = slice_tables(stored_rows, incoming_rows)
         cuts = sorted(rng.sample(range(1, max(2, len(stored_rows))), min(rng.randrange(0, 4), max(0, len(stored_rows) - 1))))
         bounds = [0] + cuts + [len(stored_rows)]
         pieces = [base.slice(a, b - a) for a, b in zip(bounds, bounds[1:]) if b > a]

@@ -149,21 +149,27 @@ def test_merges_of_random_slices_equal_the_row_by_row_rule():
         incoming_rows = [(k, f"i{k}", rng.choice([None, 1, 2, 3]), rng.random() < 0.2, rng.choice(["p", "p", "p", "q"]))
                          for k in keys]
         precombine = rng.choice([None, "version"])
-        base = pa.table({**{m: pa.array(["t1"] * len(stored_rows) if m == META[0] else
-                                        [f"t1_0_{j}" for j in range(len(stored_rows))] if m == META[1] else
-                                        [str(k) for k, *_ in stored_rows] if m == META[2] else ["p"] * len(stored_rows),
-                                        pa.string()) for m in META},
-                         "_hoodie_file_name": pa.array(["f1"] * len(stored_rows), pa.string()),
-                         "id": pa.array([k for k, *_ in stored_rows], pa.int64()),
-                         "name": pa.array([n for _, n, _ in stored_rows], pa.string()),
-                         "version": pa.array([v for *_, v in stored_rows], pa.int64())})
-        batch = pa.table({"_hoodie_record_key": pa.array([str(r[0]) for r in incoming_rows], pa.string()),
-                          "_hoodie_partition_path": pa.array([r[4] for r in incoming_rows], pa.string()),
-                          IS_DELETED: pa.array([r[3] for r in incoming_rows], pa.bool_()),
-                          "id": pa.array([r[0] for r in incoming_rows], pa.int64()),
-                          "name": pa.array([r[1] for r in incoming_rows], pa.string()),
-                          "version": pa.array([r[2] for r in incoming_rows], pa.int64())})
+        base, batch = slice_tables(stored_rows, incoming_rows)
         merged, changed, removed = merge_slice(base, batch, "p", ["id", "name", "version"], precombine, None)
         expected, expected_changed, expected_removed = reference_merge(stored_rows, incoming_rows, "p", precombine)
         assert (as_rows(merged), changed, removed) == (expected, expected_changed, expected_removed), seed
 
+
+def slice_tables(stored_rows, incoming_rows):
+    """A stored slice of (id, name, version) rows in partition p, and an incoming batch of
+    (id, name, version, deleted, partition) rows, as Arrow tables the merge takes."""
+    base = pa.table({**{m: pa.array(["t1"] * len(stored_rows) if m == META[0] else
+                                    [f"t1_0_{j}" for j in range(len(stored_rows))] if m == META[1] else
+                                    [str(k) for k, *_ in stored_rows] if m == META[2] else ["p"] * len(stored_rows),
+                                    pa.string()) for m in META},
+                     "_hoodie_file_name": pa.array(["f1"] * len(stored_rows), pa.string()),
+                     "id": pa.array([k for k, *_ in stored_rows], pa.int64()),
+                     "name": pa.array([n for _, n, _ in stored_rows], pa.string()),
+                     "version": pa.array([v for *_, v in stored_rows], pa.int64())})
+    batch = pa.table({"_hoodie_record_key": pa.array([str(r[0]) for r in incoming_rows], pa.string()),
+                      "_hoodie_partition_path": pa.array([r[4] for r in incoming_rows], pa.string()),
+                      IS_DELETED: pa.array([r[3] for r in incoming_rows], pa.bool_()),
+                      "id": pa.array([r[0] for r in incoming_rows], pa.int64()),
+                      "name": pa.array([r[1] for r in incoming_rows], pa.string()),
+                      "version": pa.array([r[2] for r in incoming_rows], pa.int64())})
+    return base, batch
