@@ -8,7 +8,7 @@ import os
 import pytest
 
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, TableServices, TimelineError
-from dbt.adapters.hudilite.table import avro_metadata, faults
+from dbt.adapters.hudilite.table import archival, avro_metadata, faults
 from dbt.adapters.hudilite.table.file_sizing import FileSizing
 from dbt.adapters.hudilite.table.layout import ARCHIVED_DIR, ARCHIVED_VIEW
 from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow
@@ -59,9 +59,8 @@ def test_archival_keeps_the_active_timeline_short_and_the_table_unchanged(spark,
     hoodie = os.listdir(os.path.join(table.path, ".hoodie"))
     assert not [n for n in hoodie if n[:17] <= archived.through and n[:1].isdigit()]
     archive_files = sorted(os.listdir(os.path.join(table.path, ARCHIVED_DIR)))
-    kept = [i["instant"] for f in archive_files
-            for i in json.load(open(os.path.join(table.path, ARCHIVED_DIR, f)))["instants"]]
-    assert kept == instants[: archived.count] and all(f.startswith("hudilite_") for f in archive_files)
+    kept = [e.timestamp for f in archive_files for e in archival.read_archive_file(table.storage, f) if e.state == "COMPLETED"]
+    assert kept == instants[:archived.count] and archive_files == archival.archive_files(archive_files)
 
     # The table reads as before, through us and hudi-rs; the index and the files agree.
     assert rows(table) == expected

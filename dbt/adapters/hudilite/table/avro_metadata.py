@@ -1,5 +1,6 @@
 """The Avro-encoded timeline metadata of Hudi's table services: cleaner plans and clean
-metadata, savepoints, restore plans and restore metadata, clustering plans.
+metadata, savepoints, restore plans and restore metadata, clustering plans; and the records
+of Hudi's archived timeline (HoodieArchivedMetaEntry, with commit metadata as Avro).
 
 Hudi serializes each of these as an Avro object container file (schema embedded, no codec)
 in the instant's file under `.hoodie/`; commits and replacecommits stay JSON. The schemas are
@@ -120,6 +121,48 @@ REQUESTED_REPLACE_METADATA = _record("HoodieRequestedReplaceMetadata", [
     {"name": "clusteringPlan", "type": [_CLUSTERING_PLAN, "null"], "default": None},
     _optional("extraMetadata", {"type": "map", "values": "string"}),
     _VERSION])
+
+# The archived timeline (`archival`): each archived instant state is a HoodieArchivedMetaEntry
+# record in an Avro data block of `.hoodie/archived/.commits_.archive.N_<token>` (`log_format`).
+# Commits go in as Avro records of their JSON metadata. These writer schemas carry the fields
+# we fill; Hudi's reader resolves them against its own (every other field has a default).
+WRITE_STAT = _record("HoodieWriteStat", [
+    _optional("fileId", "string"), _optional("path", "string"), _optional("prevCommit", "string"),
+    _optional("numWrites", "long"), _optional("numDeletes", "long"), _optional("numUpdateWrites", "long"),
+    _optional("totalWriteBytes", "long"), _optional("totalWriteErrors", "long"), _optional("partitionPath", "string"),
+    _optional("totalLogRecords", "long"), _optional("totalLogFiles", "long"),
+    _optional("totalUpdatedRecordsCompacted", "long"), _optional("numInserts", "long"),
+    _optional("totalLogBlocks", "long"), _optional("totalCorruptLogBlock", "long"),
+    _optional("totalRollbackBlocks", "long"), _optional("fileSizeInBytes", "long"),
+    _optional("logVersion", "int"), _optional("logOffset", "long"), _optional("baseFile", "string"),
+    _optional("logFiles", _STRINGS), _optional("cdcStats", {"type": "map", "values": "long"}),
+    _optional("prevBaseFile", "string"), _optional("minEventTime", "long"), _optional("maxEventTime", "long"),
+    _optional("totalLogFilesCompacted", "long"), _optional("totalLogReadTimeMs", "long"),
+    _optional("totalLogSizeCompacted", "long"), _optional("tempPath", "string"), _optional("numUpdates", "long")])
+WRITE_STAT_FIELDS = {f["name"]: f["type"][1] for f in WRITE_STAT["fields"]}
+COMMIT_METADATA = _record("HoodieCommitMetadata", [
+    _optional("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": WRITE_STAT}}),
+    _optional("compacted", "boolean"),
+    _optional("extraMetadata", {"type": "map", "values": "string"}),
+    _VERSION,
+    _optional("operationType", "string")])
+REPLACE_COMMIT_METADATA = _record("HoodieReplaceCommitMetadata", [
+    _optional("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": "HoodieWriteStat"}}),
+    _optional("extraMetadata", {"type": "map", "values": "string"}),
+    _VERSION,
+    _optional("operationType", "string"),
+    _optional("partitionToReplaceFileIds", {"type": "map", "values": _STRINGS})])
+# Hudi's classes mark their strings as Java Strings, and Hudi 1.1's archived timeline casts
+# stateTransitionTime read with the writer's schema to one: so do we, or it reads a Utf8.
+_JAVA_STRING = {"type": "string", "avro.java.string": "String"}
+ARCHIVED_META_ENTRY = _record("HoodieArchivedMetaEntry", [
+    _optional("hoodieCommitMetadata", COMMIT_METADATA),
+    _optional("commitTime", _JAVA_STRING),
+    _optional("actionType", _JAVA_STRING),
+    _VERSION,
+    _optional("actionState", _JAVA_STRING),
+    _optional("hoodieReplaceCommitMetadata", REPLACE_COMMIT_METADATA),
+    _optional("stateTransitionTime", _JAVA_STRING)])
 
 _PARSED: Dict[str, dict] = {}
 

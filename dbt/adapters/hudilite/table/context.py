@@ -151,9 +151,9 @@ class TableContext:
         record = self.timeline.service_metadata(cleans[-1])
         if cleans[-1].is_completed:
             return {"earliest_retained": record["earliestCommitToRetain"] or None, "complete": True,
-                    "policy": record["policy"]}
+                    "policy": record.get("policy")}
         earliest = record["earliestInstantToRetain"]
-        return {"earliest_retained": earliest and earliest["timestamp"], "complete": False, "policy": record["policy"]}
+        return {"earliest_retained": earliest and earliest["timestamp"], "complete": False, "policy": record.get("policy")}
 
     def pending_restore(self) -> Optional[Instant]:
         """A restore that has not finished (`restore`), if any."""

@@ -19,8 +19,7 @@ from . import properties as props
 from .archival import (
     DEFAULT_KEEP_MAX_COMMITS,
     DEFAULT_KEEP_MIN_COMMITS,
-    archive_file_body,
-    archive_file_path,
+    write_archive,
     check_keep,
     plan_archive,
 )
@@ -254,7 +253,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         remove_zombie_files(ctx, holding_lock=True)
         commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
         texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
-        ctx.storage.write_atomic(archive_file_path(chosen[0], chosen[-1]), archive_file_body(texts), TMP_DIR)
+        write_archive(ctx.storage, texts)
         ctx.storage.write_atomic(ARCHIVED_VIEW, archived.folded(commits).to_json().encode(), TMP_DIR)
         faults.reach("archive")
         # Older slices only archived instants read (the file-versions policy keeps them) would

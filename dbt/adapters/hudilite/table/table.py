@@ -36,7 +36,7 @@ from .cleaner import (
 from .commit import UPSERT, CommitMetadata
 from .context import TableContext, schema_mode
 from .environment import check_python_workers
-from .errors import ConfigurationError, TimelineError
+from .errors import ConfigurationError, CorruptTableError, TimelineError
 from .file_group import BaseFile
 from .file_sizing import FileSizing
 from .index import TableIndex
@@ -110,14 +110,16 @@ class HudiTable:
         if not storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is not a Hudi table (no {PROPERTIES_FILE})")
         config = _read_config(storage)
-        archived = java_archive_files(storage.list_names(ARCHIVED_DIR))
-        if archived:  # file groups those commits wrote would be missing from our view of the table
+        table = cls(spark, storage, config)
+        try:  # Java's writer may have archived part of the timeline: its archive must be readable
+            table.context.timeline.archived()
+        except CorruptTableError as err:
+            archived = java_archive_files(storage.list_names(ARCHIVED_DIR))
             raise ConfigurationError(
-                f"table {config.name}: Hudi's Java writer archived part of its timeline ({ARCHIVED_DIR}/{archived[0]}, "
-                f"{len(archived)} file(s)); hudilite reads only tables whose whole timeline is active. Keep Java "
-                "writers from archiving (hoodie.keep.min.commits/hoodie.keep.max.commits above the table's commit "
-                "count) to share a table with hudilite")
-        return cls(spark, storage, config)
+                f"table {config.name}: the archived timeline ({ARCHIVED_DIR}, {len(archived)} Hudi archive file(s)) "
+                f"cannot be read, and the file groups its commits wrote would be missing from hudilite's view of "
+                f"the table: {err}") from None
+        return table
 
     def drop_metadata_table(self) -> bool:
         """Remove Hudi's metadata table as Hudi's writer does with hoodie.metadata.enable=false

@@ -3,7 +3,7 @@
 Completed instants are immutable, so their parsed metadata is cached per table object.
 State transitions are file creations; the completed file is the commit point and is
 published by atomic rename. Instants archived (`archival`) leave the active timeline; the
-view of the table starts from what they left readable.
+view of the table starts from what they left readable, ours or Java's writer's archival.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
-from . import avro_metadata
+from . import archival, avro_metadata
 from .archival import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
@@ -27,7 +27,7 @@ from .instant import (
     to_instant_time,
 )
 from .errors import CorruptTableError, TimelineError
-from .layout import ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
+from .layout import ARCHIVED_DIR, ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
 from .storage import Storage
 
 _STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
@@ -51,17 +51,23 @@ class Timeline:
     def __init__(self, storage: Storage):
         self.storage = storage
         self._metadata_cache: Dict[str, CommitMetadata] = {}
-        self._archived: Tuple[str, ArchivedView] = ("", ArchivedView())  # (file text, parsed)
+        self._archived: Tuple[tuple, ArchivedView] = ((), ArchivedView())  # ((view text, archive files), parsed)
 
     def archived(self) -> ArchivedView:
-        """What archived instants left readable (empty before the first archival). Read with
-        every listing; parsed again only when an archival changed it."""
+        """What archived instants left readable (empty before the first archival): our archived
+        view, with the commits of Hudi archive files newer than it folded in (what Java's
+        writer archived). Read with every listing; parsed again only when either changed."""
         try:
             text = self.storage.read_text(ARCHIVED_VIEW)
         except FileNotFoundError:
-            return ArchivedView()
-        if text != self._archived[0]:
-            self._archived = (text, ArchivedView.from_json(text))
+            text = ""
+        files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(ARCHIVED_DIR))
+                      if "/" not in name and archival.archive_version(name) is not None)
+        key = (text, files)
+        if key != self._archived[0]:
+            view = ArchivedView.from_json(text) if text else ArchivedView()
+            newer = archival.archived_commits(self.storage, list(files), view.through) if files else []
+            self._archived = (key, view.folded(newer) if newer else view)
         return self._archived[1]
 
     def instants(self) -> List[Instant]:

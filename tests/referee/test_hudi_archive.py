@@ -1,0 +1,157 @@
+"""Hudi's archived timeline, both ways: Hudi's Spark reader reads a table after our archival
+(snapshots, and incremental queries that start in the archived range), and we open, read and
+continue a table whose timeline Hudi's own writer archived."""
+
+import json
+import os
+import subprocess
+
+from pyspark.sql import functions as F
+
+from dbt.adapters.hudilite.table import HudiTable, archival
+from dbt.adapters.hudilite.table.instant import COMPLETED
+from dbt.adapters.hudilite.table.layout import ARCHIVED_DIR
+from tests.referee.hudi_spark import HOME, SERVER, changes_options, referee_python
+from tests.referee.test_hudi_spark_reads import compare
+from tests.referee.test_hudi_spark_writes import SCHEMA, agree, hudi_options
+
+FALLBACK = {"hoodie.datasource.read.incr.fallback.fulltablescan.enable": "true"}
+# Hudi's archiver merges small archive files when asked: it reads ours record by record.
+MERGE_ARCHIVES = {"hoodie.archive.merge.enable": "true", "hoodie.archive.merge.files.batch.size": "2",
+                  "hoodie.archive.merge.small.file.limit.bytes": str(100 * 1024 * 1024)}
+ARCHIVE_EARLY = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                 "hoodie.cleaner.commits.retained": "1"}
+
+
+# Hudi's own view of a table's archived timeline: its `show_archived_commits` procedure (what
+# Hudi's CLI `commits showarchived` prints), in a Spark session of that Hudi version.
+_PROBE = """
+import json, sys
+sys.path.insert(0, sys.argv[4])
+from hudi_spark_server import session
+spark = session(sys.argv[1], sys.argv[2])
+spark.sql(f"create table archived_probe (id bigint, v string, ts bigint, region string) using hudi "
+          f"partitioned by (region) location '{sys.argv[3]}' tblproperties (primaryKey = 'id', preCombineField = 'ts')")
+rows = spark.sql("call show_archived_commits(table => 'archived_probe', limit => 1000, start_ts => '00000000000000000', end_ts => '99999999999999999')").collect()
+print("@@PROBE " + json.dumps([r.asDict() for r in rows], default=str))
+"""
+
+
+def hudi_archived_commits(version: str, path: str, workdir) -> list:
+    script = workdir / "show_archived.py"
+    script.write_text(_PROBE)
+    python = str(referee_python())
+    env = {**os.environ, "TZ": "UTC", "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
+    env.pop("SPARK_HOME", None)
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([python, str(script), version, str(HOME / "ivy"), path, str(SERVER.parent)], cwd=workdir,
+                          env=env, capture_output=True, text=True, timeout=600)
+    for line in done.stdout.splitlines():
+        if line.startswith("@@PROBE "):
+            return json.loads(line[len("@@PROBE "):])
+    raise AssertionError(f"Hudi {version}'s show_archived_commits failed:\n{done.stderr[-3000:]}")
+
+
+def _archive_entries(table: HudiTable):
+    names = archival.archive_files(os.listdir(os.path.join(table.path, ARCHIVED_DIR)))
+    entries = [e for name in names for e in archival.read_archive_file(table.storage, name)]
+    return names, entries
+
+
+def _rows(spark, n):
+    return spark.createDataFrame([(n % 3, "eu", n, f"w{n}"), (10 + n, "us", n, f"n{n}")], SCHEMA)
+
+
+def changes_agree(table: HudiTable, hudi_spark, begin: str, end: str, archived_through: str, all_rows: bool) -> None:
+    """An incremental query from `begin`, before or inside the archived range. Hudi 0.15 and
+    1.0 (table version 6) take the commits in range from the active timeline only, its own
+    archival or ours alike: they return the rows of the active commits. Hudi 1.1 returns every
+    row changed after `begin` (`all_rows`), as we do, on a table its own writer archived; on one
+    we archived it returns the active commits' rows (not understood yet). A full table scan
+    (Hudi's fallback) returns what we return."""
+    label = f"changes ({begin}, {end}] with instants to {archived_through} archived"
+    ours = table.read_changes(begin, end)
+    theirs = hudi_spark.read(table.path, **changes_options(begin, end))
+    if all_rows:
+        compare(label, ours, theirs)
+    else:
+        compare(label + ", Hudi: active commits", ours.where(F.col("_hoodie_commit_time") > archived_through), theirs)
+    compare(label + ", Hudi: full table scan", ours, hudi_spark.read(table.path, **changes_options(begin, end), **FALLBACK))
+
+
+def test_hudi_reads_a_table_we_archived(spark, hudi_spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
+                             precombine="ts")
+    for n in range(7):
+        table.upsert(_rows(spark, n))
+    everything = [i.timestamp for i in table.context.timeline.completed()]
+    table.clean(retain_commits=2)
+    archived = table.archive(keep_min_commits=2, keep_max_commits=3)
+    assert archived
+
+    # Hudi's format: one log file, each archived instant's three states, commits in full.
+    names, entries = _archive_entries(table)
+    assert names == [".commits_.archive.1_1-0-1"]
+    assert [e.timestamp for e in entries if e.state == COMPLETED] == archived
+    assert all(e.metadata["partitionToWriteStats"] for e in entries if e.state == COMPLETED)
+    assert table.context.timeline.archived().through == archived[-1]
+    # Hudi's archived timeline reads it: the archived commits, with what they wrote.
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    shown = hudi_archived_commits(hudi_spark.version, table.path, probe)
+    print(f"Hudi {hudi_spark.version} show_archived_commits:", shown[:2])
+    assert sorted({r["commit_time"] for r in shown}) == archived, shown
+
+    compare("snapshot after our archival", table.read(), hudi_spark.snapshot(table.path))
+    for begin in ("000", archived[0]):
+        changes_agree(table, hudi_spark, begin, everything[-1], archived[-1], all_rows=False)
+
+    # Hudi's writer goes on and archives too, merging the small archive files: it reads ours.
+    for n in range(7, 11):
+        hudi_spark.write(table.path, [r.asDict() for r in _rows(spark, n).collect()], SCHEMA,
+                         {**hudi_options(table, "upsert", "default"), **ARCHIVE_EARLY, **MERGE_ARCHIVES})
+    table = HudiTable.open(spark, table.path)
+    names, entries = _archive_entries(table)
+    print("archive files after Hudi's archival:", names)
+    done = sorted({e.timestamp for e in entries if e.state == COMPLETED and e.action in ("commit", "replacecommit")})
+    assert done[:len(archived)] == archived and len(done) > len(archived)
+    assert table.context.timeline.archived().through == done[-1]
+    agree(table, hudi_spark, "after Hudi's writer archived behind our archive")
+
+
+def test_we_continue_a_table_hudi_archived(spark, hudi_spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
+                             precombine="ts")
+    table.upsert(_rows(spark, 0))
+    for n in range(1, 8):
+        hudi_spark.write(table.path, [r.asDict() for r in _rows(spark, n).collect()], SCHEMA,
+                         {**hudi_options(table, "upsert", "default"), **ARCHIVE_EARLY})
+    table = HudiTable.open(spark, table.path)  # refused before: Java's archive was unreadable to us
+    names, entries = _archive_entries(table)
+    assert names, "Hudi's writer archived nothing"
+    java_archived = sorted({e.timestamp for e in entries if e.state == COMPLETED and e.action == "commit"})
+    timeline = table.context.timeline
+    assert timeline.archived().through == java_archived[-1]
+    assert all(i.timestamp > java_archived[-1] for i in timeline.completed())
+    agree(table, hudi_spark, "a table Hudi's writer archived")
+
+    for begin in ("000", java_archived[0]):
+        changes_agree(table, hudi_spark, begin, timeline.completed()[-1].timestamp, java_archived[-1],
+                      all_rows=not hudi_spark.version.startswith(("0.", "1.0.")))
+
+    # We continue it: upserts over files the archived commits wrote, then our own archival on
+    # top of Java's archive files.
+    for n in range(8, 13):
+        table.upsert(_rows(spark, n))
+    agree(table, hudi_spark, "our upserts after Hudi's archival")
+    table.clean(retain_commits=1)
+    ours = table.archive(keep_min_commits=2, keep_max_commits=3)
+    assert ours and ours[0] > java_archived[-1]
+    after, _ = _archive_entries(table)
+    assert after[:len(names)] == names and len(after) == len(names) + 1
+    assert archival.archive_version(after[-1]) == archival.archive_version(names[-1]) + 1
+    table = HudiTable.open(spark, table.path)
+    agree(table, hudi_spark, "after our archival behind Hudi's")
+    hudi_spark.write(table.path, [r.asDict() for r in _rows(spark, 20).collect()], SCHEMA,
+                     {**hudi_options(table, "upsert", "default"), **ARCHIVE_EARLY})
+    agree(HudiTable.open(spark, table.path), hudi_spark, "Hudi's upsert after our archival")
