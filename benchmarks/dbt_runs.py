@@ -23,10 +23,16 @@ HUDI_ONLY = ["--exclude", "path:models/hudi", "customer_history"]  # what dbt-sp
 DAYS = ("2026-11-19", "2026-11-20", "2026-11-21")
 
 
-def dbt(args: Sequence[str], project: str, work: str, env: Dict[str, str]) -> Callable[[], None]:
-    command = [DBT, *args, "--project-dir", project, "--profiles-dir", project,
+PEERS = {  # dbt-spark's side of the demo builds: its target in the demo's profiles.yml
+    "parquet": "spark_parquet",
+    "hudi": "spark_hudi",  # Hudi 1.0.2's bundle, in a pyspark 3.5 virtualenv of its own
+}
+
+
+def dbt(args: Sequence[str], project: str, work: str, env: Dict[str, str], executable: str = DBT) -> Callable[[], None]:
+    command = [executable, *args, "--project-dir", project, "--profiles-dir", project,
                "--target-path", os.path.join(work, "target"), "--log-path", os.path.join(work, "logs")]
-    environment = dict(os.environ, PYSPARK_PYTHON=sys.executable, **env)
+    environment = dict(os.environ, PYSPARK_PYTHON=os.path.join(os.path.dirname(executable), "python"), **env)
 
     def run() -> None:
         done = subprocess.run(command, cwd=work, env=environment, capture_output=True, text=True)
@@ -35,30 +41,39 @@ def dbt(args: Sequence[str], project: str, work: str, env: Dict[str, str]) -> Ca
     return run
 
 
-def demo_builds(work: str, log) -> List[Result]:
-    """Day by day, both adapters from nothing, the order of the two reversed every day. A
-    `dbt parse` of each side first warms the disk cache and the Python imports."""
+def demo_builds(work: str, log, peer: str = "parquet") -> List[Result]:
+    """Day by day, hudilite and dbt-spark writing `peer` (parquet or hudi) from nothing, the order
+    of the two reversed every day. A `dbt parse` of each side first warms the disk cache and the
+    Python imports."""
+    peer_name = f"dbt-spark, file_format {peer}"
+    executables = {"hudilite": DBT, peer_name: DBT}
+    env = {}
+    if peer == "hudi":
+        from tests.referee.hudi_spark import HOME, dbt_spark_python
+
+        executables[peer_name] = os.path.join(os.path.dirname(dbt_spark_python()), "dbt")
+        env["HUDILITE_REFEREE_IVY"] = str(HOME / "ivy")  # the referee's jar cache
     sides = {}
-    for name, target in (("hudilite", "dev"), ("dbt-spark, file_format parquet", "spark_parquet")):
+    for name, target in (("hudilite", "dev"), (peer_name, PEERS[peer])):
         folder = tempfile.mkdtemp(prefix=f"bench-{target}-", dir=work)
-        env = {"HUDILITE_LOCATION_ROOT": os.path.join(folder, "lakehouse"),
-               "DBT_SPARK_WAREHOUSE": os.path.join(folder, "spark-warehouse")}
-        dbt(["parse", "--target", target], DEMO, folder, env)()
-        sides[name] = (target, folder, env)
+        folders = {"HUDILITE_LOCATION_ROOT": os.path.join(folder, "lakehouse"),
+                   "DBT_SPARK_WAREHOUSE": os.path.join(folder, "spark-warehouse")}
+        dbt(["parse", "--target", target], DEMO, folder, {**env, **folders}, executables[name])()
+        sides[name] = (target, folder, {**env, **folders})
     results = []
     for day, run_date in enumerate(DAYS):
-        log(f"demo dbt build, day {day + 1}")
+        log(f"demo dbt build against {peer_name}, day {day + 1}")
 
         def build(name, run_date=run_date):
             target, folder, env = sides[name]
             args = ["build", "--target", target, "--vars", f"{{run_date: '{run_date}'}}", *HUDI_ONLY]
-            return lambda r: dbt(args, DEMO, folder, env)
+            return lambda r: dbt(args, DEMO, folder, env, executables[name])
 
         order = list(sides) if day % 2 == 0 else list(sides)[::-1]
         measured = alternate(None, {name: build(name) for name in order}, 1, warmups=0)
         results.append(Result(f"demo `dbt build` day {day + 1} ({'create' if day == 0 else 'incremental'}), "
                               "the 20 nodes both adapters build", measured["hudilite"],
-                              measured["dbt-spark, file_format parquet"], 1.0, note=f"{order[0]} first"))
+                              measured[peer_name], 1.0, note=f"{order[0]} first"))
     return results
 
 

@@ -7,6 +7,8 @@ the same run, as a markdown table, a raw JSON log and PNG charts in benchmarks/r
     .venv/bin/python benchmarks/run.py --only appends merges
     .venv/bin/python benchmarks/run.py --scale    # the scale workload alone (issue 33), not in the default run
     .venv/bin/python benchmarks/run.py --only hudi  # Hudi's own Spark writer as the peer (`hudi_peer.py`)
+    .venv/bin/python benchmarks/run.py --only s3  # a local S3 server against local disk (`s3.py`)
+    .venv/bin/python benchmarks/run.py --only dbt_hudi  # the demo against dbt-spark with file_format hudi
 
 Workloads: appends, merges (delta-rs, Spark full rewrite), scaling (upsert and index lookup
 against table size), overwrite (one partition), dbt (the demo against dbt-spark parquet, and
@@ -33,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import charts  # noqa: E402
 import dbt_runs  # noqa: E402
 import hudi_peer  # noqa: E402
+import s3 as s3_run  # noqa: E402
 import scale as scale_run  # noqa: E402
 from measure import markdown_table  # noqa: E402
 from workloads import QUICK, Scale, Workloads  # noqa: E402
@@ -43,6 +46,8 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ALL = ("appends", "merges", "scaling", "overwrite", "dbt")
 SCALE = "scale"  # not in the default run: `--scale` or `--only scale`
 HUDI = "hudi"  # Hudi's own writer (a second JVM, the referee's pyspark 3.5): `--only hudi`
+S3 = "s3"  # a local S3 server (moto) against local disk, S3A in the session: `--only s3`
+DBT_HUDI = "dbt_hudi"  # the demo against dbt-spark with file_format hudi (pyspark 3.5): `--only dbt_hudi`
 
 
 def commit() -> str:
@@ -56,7 +61,7 @@ def commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and no dbt demo (under 2 minutes)")
-    parser.add_argument("--only", nargs="+", choices=ALL + (SCALE, HUDI), default=list(ALL))
+    parser.add_argument("--only", nargs="+", choices=ALL + (SCALE, HUDI, DBT_HUDI, S3), default=list(ALL))
     parser.add_argument("--rounds", type=int, help="measured rounds of every comparison but the upserts (default 3, appends 5, insert_overwrite 11; quick 2); the scaling upserts run scaling_rounds (7)")
     parser.add_argument("--scale", type=float, nargs="?", const=0.0, default=1.0,
                         help="multiply every row count by this; alone (no number): run the scale workload only")
@@ -82,8 +87,13 @@ def main() -> None:
         print(line, flush=True)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's workers: this interpreter
+    s3_server = None
     if args.only == [SCALE]:  # the embedded session's own settings (its default heap, 1 GiB)
         spark = spark_session(conf={"spark.master": "local[2]"})
+    elif S3 in args.only:  # the server first: the session's tasks inherit its environment
+        s3_server, endpoint = s3_run.start_server()
+        spark = spark_session(conf={"spark.master": "local[2]", "spark.driver.memory": "8g",
+                                    **s3_run.spark_conf(endpoint)})
     else:
         spark = spark_session(conf={"spark.master": "local[2]", "spark.driver.memory": "8g"})
     work = tempfile.mkdtemp(prefix="hudilite-bench-")
@@ -110,8 +120,16 @@ def main() -> None:
             if scale.dbt_demo:
                 for result in dbt_runs.demo_builds(work, log):
                     bench.add(result)
+        if DBT_HUDI in args.only:
+            for result in dbt_runs.demo_builds(work, log, peer="hudi"):
+                bench.add(result)
+        if S3 in args.only:
+            for result in s3_run.run(spark, work, log, quick=args.quick, rounds=args.rounds or 3):
+                bench.add(result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if s3_server is not None:
+            s3_server.terminate()
 
     total = time.perf_counter() - started
     sizes = "--scale" if args.only == [SCALE] else "default sizes"

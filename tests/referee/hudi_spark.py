@@ -24,14 +24,28 @@ class RefereeError(AssertionError):
 
 def referee_python() -> Path:
     """The referee's Python, made on first use: a virtualenv with pyspark 3.5 and nothing else."""
-    venv = HOME / f"pyspark-{PYSPARK_VERSION}"
+    return cached_venv(f"pyspark-{PYSPARK_VERSION}", [f"pyspark=={PYSPARK_VERSION}"])
+
+
+def dbt_spark_python() -> Path:
+    """dbt-spark's Python for the benchmark's dbt peer (file_format hudi needs a Spark 3.5 bundle):
+    pyspark 3.5 with the dbt-core and dbt-spark versions installed beside hudilite."""
+    from importlib.metadata import version
+
+    pins = [f"pyspark=={PYSPARK_VERSION}", f"dbt-core=={version('dbt-core')}", f"dbt-spark=={version('dbt-spark')}"]
+    return cached_venv("dbt-spark-" + "-".join(pin.split("==")[1] for pin in pins), pins)
+
+
+def cached_venv(name: str, requirements: List[str]) -> Path:
+    """The Python of a virtualenv under HOME holding `requirements`, made on first use."""
+    venv = HOME / name
     python = venv / "bin" / "python"
     HOME.mkdir(parents=True, exist_ok=True)
     with open(HOME / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two test runs never build it at once
         if not (venv / ".ready").exists():
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-            subprocess.run([str(python), "-m", "pip", "install", "-q", f"pyspark=={PYSPARK_VERSION}"], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements], check=True)
             (venv / ".ready").touch()
     return python
 
