@@ -14,14 +14,18 @@ import time
 
 from pyspark.sql import SparkSession
 
+from dbt.adapters.hudilite.object_store_settings import spark_conf
 from dbt.adapters.hudilite.table import ConcurrentWriteError, HudiTable
 
 OWN_KEYS = {"p1": range(0, 10), "p2": range(10, 20)}
 SHARED_KEYS = range(100, 105)
 
 path, name, rounds, retries = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+builder = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+           .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC"))
+for key, value in spark_conf(path).items():  # S3A and its jars for an s3:// table, nothing otherwise
+    builder = builder.config(key, value)
+spark = builder.getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
 table = HudiTable.open(spark, path)
 for r in range(rounds):

@@ -112,6 +112,58 @@ def run(spark, events, HudiTable, base: str, scenario: str) -> dict:
         for thread in threads:
             thread.join()
         out["conflicts"], out["errors"] = conflicts, errors
+    elif scenario == "services":
+        # Cleaner, archival, clustering, savepoint and restore on the store.
+        from dbt.adapters.hudilite.table import FileSizing
+        table = HudiTable.create(spark, base, "events", record_key="event_id", partition_by="region")
+        table.file_sizing = FileSizing(small_file_limit=0)  # each insert new file groups: small files to cluster
+        out["instants"]["insert_1"] = table.insert(events(range(0, 10)))
+        out["instants"]["insert_2"] = table.insert(events(range(10, 20)))
+        out["instants"]["upsert_1"] = table.upsert(events([0, 1, 10, 11], amount=-1))
+        out["savepoint"] = table.savepoint()
+        out["instants"]["upsert_2"] = table.upsert(events([2, 3, 12], amount=-2))
+        out["instants"]["insert_3"] = table.insert(events(range(20, 26)))
+        plan = table.clean(retain_commits=1)
+        out["cleaned"] = sorted(f.path for f in plan.files_to_delete)
+        out["archived"] = table.archive(keep_min_commits=2, keep_max_commits=3)
+        table.file_sizing = FileSizing()
+        out["files_before_cluster"] = sorted(f.path for f in table.latest_base_files())
+        out["rows"]["before_cluster"] = _rows(table.read())
+        out["clustered"] = table.cluster()
+        out["files_after_cluster"] = sorted(f.path for f in table.latest_base_files())
+        out["rows"]["after_cluster"] = _rows(table.read())
+        out["timeline_before_restore"] = [[i.timestamp, i.action, i.state] for i in table.timeline()]
+        out["restored"] = table.restore(out["savepoint"])
+        out["all_instants"] = out["instants"]
+        out["instants"] = {"upsert_1": out["savepoint"]}  # the others: archived, cleaned or rolled back
+    elif scenario == "odd_partitions":
+        # Partition values S3 keys or Hadoop globs treat specially: written and read back as on
+        # local disk (tests/core/test_writes.py); a control character refused as there.
+        from tests.core.test_writes import ODD_PARTITION_VALUES
+        table = HudiTable.create(spark, base, "t", partition_by="p")
+        rows = [(i, v) for i, v in enumerate(ODD_PARTITION_VALUES)]
+        out["instants"]["insert"] = table.insert(spark.createDataFrame(rows, "id long, p string"))
+        out["instants"]["overwrite"] = table.insert_overwrite(
+            spark.createDataFrame([(100, "x[1]"), (101, None)], "id long, p string"))
+        try:
+            table.insert(spark.createDataFrame([(200, "tab\there")], "id long, p string"))
+            out["refused"] = None
+        except Exception as err:
+            out["refused"] = str(err)[:2000]
+        out["rows"] = {name: sorted([r.id, r.p] for r in table.read(as_of=instant).collect())
+                       for name, instant in out["instants"].items()}
+        out["timeline"] = [[i.timestamp, i.action, i.state] for i in table.timeline()]
+        out["validate"] = table.validate()
+        out["objects"] = sorted(table.context.storage.list_files_recursive(""))
+        return out
+    elif scenario == "crashes":
+        return crashes(spark, HudiTable, base)
+    elif scenario == "two_writers":
+        # The start of the two processes' table (tests/core/concurrent_writer.py, run by the test).
+        table = HudiTable.create(spark, base, "t", record_key="id", partition_by="part")
+        rows = [(k, "start", "p1" if k < 10 else "p2" if k < 20 else "shared") for k in list(range(20)) + list(range(100, 105))]
+        table.upsert(spark.createDataFrame(rows, "id long, tag string, part string"))
+        return {"created": True}
     else:
         raise SystemExit(f"unknown scenario {scenario}")
     for name, instant in out["instants"].items():
@@ -125,6 +177,31 @@ def run(spark, events, HudiTable, base: str, scenario: str) -> dict:
     out["timeline"] = [[i.timestamp, i.action, i.state] for i in table.timeline()]
     out["base_files"] = sorted(f.path for f in table.latest_base_files())
     out["validate"] = table.validate()
+    storage = table.context.storage
+    out["objects"] = sorted(storage.list_files_recursive(""))
+    return out
+
+
+def crashes(spark, HudiTable, base: str) -> dict:
+    """The tables tests/core/s3_crash_writer.py killed a write on: read as before the write,
+    then a next writer that succeeds and rolls the dead one back (tests/core/test_crashes.py's
+    checks, on the store)."""
+    from tests.core.s3_crash_writer import TABLES, pending_and_orphans
+    out = {}
+    for name in TABLES:
+        table = HudiTable.open(spark, f"{base}/{name}")
+        found = {"before": sorted(list(r) for r in table.read().select("id", "v", "day").collect())}
+        found["pending_before"], found["orphans_before"] = pending_and_orphans(table)
+        marker = spark.createDataFrame([(999, "next", "d0")], "id long, v string, day string")
+        found["next"] = (table.upsert if name.startswith("upsert") else table.insert)(marker)
+        found["after"] = sorted(list(r) for r in table.read().select("id", "v", "day").collect())
+        keys = [r[0] for r in table.read().select("_hoodie_record_key").collect()]
+        found["unique_keys"] = len(keys) == len(set(keys))
+        found["pending_after"], found["orphans_after"] = pending_and_orphans(table)
+        found["validate"] = table.validate()
+        found["private"] = sorted(table.context.storage.list_files_recursive(".hoodie/.hudilite"))
+        found["timeline"] = [[i.timestamp, i.action, i.state] for i in table.timeline()]
+        out[name] = found
     return out
 
 

@@ -322,6 +322,99 @@ def test_tasks_keep_the_drivers_addressing_style(monkeypatch):
     assert built["virtual_hosted_style_request"] is False  # an S3-compatible endpoint: path style
 
 
+class _FaultyProxy:
+    """An HTTP proxy in front of the S3 server that answers `503 SlowDown` to the next
+    `fail_next` PUTs of completed instants (`.commit`), and counts the PUTs it saw."""
+
+    def __init__(self, upstream):
+        import http.client
+        import http.server
+        from urllib.parse import urlparse
+        proxy, target = self, urlparse(upstream)
+        self.fail_next, self.puts = 0, []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _relay(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.command == "PUT" and self.path.split("?")[0].endswith(".commit"):
+                    proxy.puts.append(self.path)
+                    if proxy.fail_next > 0:
+                        proxy.fail_next -= 1
+                        error = b"<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
+                        self.send_response(503)
+                        self.send_header("Content-Length", str(len(error)))
+                        self.end_headers()
+                        self.wfile.write(error)
+                        return
+                upstream_conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "transfer-encoding")}
+                upstream_conn.request(self.command, self.path, body=body, headers=headers)
+                answer = upstream_conn.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for key, value in answer.getheaders():
+                    if key.lower() not in ("content-length", "connection", "transfer-encoding"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                upstream_conn.close()
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _relay
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_each_publish_attempt_follows_its_own_lease_check_the_client_never_retries_it(s3, monkeypatch):
+    """obstore retries a failed request by itself for up to minutes, far beyond the lease's
+    margin: the publishing PUT goes through a client without retries, and each attempt the
+    seam makes comes right after a check of the lease."""
+    from dbt.adapters.hudilite.table import lock
+    proxy = _FaultyProxy(s3)
+    uri = f"s3://{BUCKET}/proxied-{uuid.uuid4().hex[:8]}"
+    object_store.configure(uri, endpoint=proxy.url, allow_http=True)
+    try:
+        storage = Storage(uri)
+        checks, real_check = [], lock.check_lease
+        monkeypatch.setattr(lock, "check_lease", lambda st: (checks.append(len(proxy.puts)), real_check(st))[1])
+        # Two transient failures: three attempts, each right after its own check.
+        proxy.fail_next = 2
+        storage.write_atomic(".hoodie/20260101000000001.commit", b'{"a": 1}', ".hoodie/.hudilite/tmp")
+        assert len(proxy.puts) == 3 and checks == [0, 1, 2]
+        assert storage.read_bytes(".hoodie/20260101000000001.commit") == b'{"a": 1}'
+
+        # The lease is found lost before the second attempt: nothing more is sent, nothing published.
+        def lost_after_the_first(st):
+            checks.append(len(proxy.puts))
+            if len(checks) > 1:
+                raise ConcurrentWriteError("the table's lease was taken over")
+
+        checks.clear()
+        proxy.puts.clear()
+        proxy.fail_next = 1
+        monkeypatch.setattr(lock, "check_lease", lost_after_the_first)
+        with pytest.raises(ConcurrentWriteError, match="lease"):
+            storage.write_atomic(".hoodie/20260101000000002.commit", b'{"a": 2}', ".hoodie/.hudilite/tmp")
+        assert len(proxy.puts) == 1 and checks == [0, 1]
+        assert not storage.exists(".hoodie/20260101000000002.commit")
+    finally:
+        object_store._settings.pop(uri, None)
+        object_store._stores.clear()
+        proxy.close()
+
+
 # ---- the table lock as a lease ---------------------------------------------------------------
 def test_lease_excludes_a_second_holder_while_renewed(table_uri):
     storage = Storage(table_uri)
@@ -393,25 +486,45 @@ def test_a_holder_that_lost_its_lease_publishes_nothing(table_uri):
 
 # ---- the core on S3 (Spark with S3A, in a process of its own) --------------------------------
 @pytest.fixture(scope="module")
-def core_tables(s3):
+def core_tables(s3, tmp_path_factory):
     base = f"s3://{BUCKET}/core-{uuid.uuid4().hex[:8]}"
-    proc = subprocess.run([sys.executable, "-m", "tests.core.s3_table_job", base, "keyed", "append",
-                           "conflict", "race"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1500,
-                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC"))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC")
+    # First the crash subset: one process whose six writes are killed in flight
+    # (tests/core/s3_crash_writer.py); the next writers run in the job below.
+    from tests.core.s3_crash_writer import TABLES
+    child = subprocess.Popen([sys.executable, "-m", "tests.core.s3_crash_writer", f"{base}/crashes",
+                              str(tmp_path_factory.mktemp("barrier"))], cwd=ROOT, env=env, start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = child.communicate(timeout=900)
+    finally:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)  # its JVM and Python workers
+        except ProcessLookupError:
+            pass
+    crashed = {"returncode": child.returncode, "stdout": out, "stderr": err[-3000:]}
+    if child.returncode == -signal.SIGKILL:  # what a reader sees before any next writer
+        crashed["hudi_rs"] = {name: _hudi_rs(f"{base}/crashes/{name}", columns=("id", "v", "day")) for name in TABLES}
+    scenarios = ["keyed", "append", "conflict", "race", "services", "two_writers", "odd_partitions"]
+    if child.returncode == -signal.SIGKILL:  # else the crash test fails on its own, and only it
+        scenarios.append("crashes")
+    proc = subprocess.run([sys.executable, "-m", "tests.core.s3_table_job", base, *scenarios], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1500, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-4000:]
-    return base, json.loads(lines[-1][len("RESULT "):])
+    results = json.loads(lines[-1][len("RESULT "):])
+    results["crashed"] = crashed
+    return base, results
 
 
-def _hudi_rs(uri, as_of=None):
+def _hudi_rs(uri, as_of=None, columns=("event_id", "region", "amount")):
     import hudi
     options = {"aws_endpoint_url": os.environ["AWS_ENDPOINT_URL"], "aws_allow_http": "true",
                "aws_region": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
     table = hudi.HudiTableBuilder.from_base_uri(uri).with_storage_options(options).build()
     batches = table.read(hudi.HudiReadOptions().with_as_of_timestamp(as_of)) if as_of else table.read()
     rows = pa.Table.from_batches(batches).to_pylist() if batches else []
-    return sorted([r["event_id"], r["region"], r["amount"]] for r in rows)
+    return sorted([r[c] for c in columns] for r in rows)
 
 
 def _events(ids, region=None, amount=None):
@@ -506,6 +619,120 @@ def test_two_writers_racing_on_one_file_group_lose_no_update(core_tables):
     assert out["rows"]["latest"] == expected == _hudi_rs(f"{base}/race")
     assert len([i for i in out["timeline"] if i[2] == "COMPLETED"]) == 1 + len(updated)
     assert out["validate"] == []
+
+
+def test_crashed_writes_on_s3_leave_the_table_as_before_and_the_next_writer_cleans_up(core_tables):
+    """The crash matrix's subset on the store: an insert, an upsert and an insert_overwrite
+    killed before publishing and inside a task after writing a data file (one process, six
+    writes in flight). No partial commit is visible (ours and hudi-rs read the rows before),
+    the next writer succeeds and rolls the dead write back: its data files and markers go."""
+    from tests.core.crash_cases import START
+    from tests.core.s3_crash_writer import BATCHES, TABLES
+    base, results = core_tables
+    crashed = results["crashed"]
+    assert crashed["returncode"] == -signal.SIGKILL, crashed["stderr"]
+    assert "AT before_publish" in crashed["stdout"] and "NOT KILLED" not in crashed["stdout"], crashed["stdout"]
+    before = sorted(list(r) for r in START)
+    marker = [999, "next", "d0"]
+    for name in TABLES:
+        found = results["crashes"][name]
+        assert crashed["hudi_rs"][name] == before, name
+        assert found["before"] == before, name
+        assert len(found["pending_before"]) == 1, (name, found["pending_before"])  # the dead write, never completed
+        assert found["orphans_before"], name  # its data files were on the store
+        assert found["after"] == sorted(before + [marker]), name
+        assert found["unique_keys"] and found["validate"] == [], name
+        assert found["pending_after"] == [] and found["orphans_after"] == [], name  # rolled back: its files gone
+        assert not [p for p in found["private"] if p.startswith(("markers/", "tmp/"))], name
+        assert _hudi_rs(f"{base}/crashes/{name}", columns=("id", "v", "day")) == sorted(before + [marker]), name
+    assert set(BATCHES) == {name.split("-")[0] for name in TABLES}
+
+
+def test_cleaner_archival_clustering_savepoint_and_restore_on_s3(core_tables):
+    from dbt.adapters.hudilite.table.file_group import parse_base_file_name
+    base, results = core_tables
+    out, uri = results["services"], f"{base}/services"
+    savepoint, instants = out["savepoint"], out["instants"]
+    at_savepoint = sorted(_events([2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19])
+                          + _events([0, 1, 10, 11], amount=-1))
+    assert savepoint == instants["upsert_1"] and out["rows"]["upsert_1"] == at_savepoint
+    latest = sorted([r for r in at_savepoint if r[0] not in (2, 3, 12)] + _events([2, 3, 12], amount=-2)
+                    + _events(range(20, 26)))
+    # The cleaner removed its files from the bucket, the savepoint's slices stayed.
+    assert out["cleaned"] and not set(out["cleaned"]) & set(out["objects"])
+    # Archival moved the oldest instants to .hoodie/archived/, never past the savepoint.
+    assert out["archived"] and max(out["archived"]) < savepoint
+    assert [o for o in out["objects"] if o.startswith(".hoodie/archived/")]
+    active = {i[0] for i in out["timeline_before_restore"]}
+    assert not set(out["archived"]) & active
+    # Clustering rewrote the small files (fewer of them), rows unchanged.
+    assert out["clustered"] and len(out["files_after_cluster"]) < len(out["files_before_cluster"])
+    assert out["rows"]["before_cluster"] == out["rows"]["after_cluster"] == latest
+    # The restore rolled the clustering and the later writes back, newest first: their files are gone.
+    later = [i[0] for i in out["timeline_before_restore"] if i[0] > savepoint and i[1] in ("commit", "replacecommit")]
+    assert out["restored"] == list(reversed(later)) and out["clustered"] in out["restored"]
+    parquet = [o for o in out["objects"] if o.endswith(".parquet") and not o.startswith(".hoodie")]
+    assert parquet and not [p for p in parquet if parse_base_file_name(p.rsplit("/", 1)[-1]).instant > savepoint]
+    assert out["rows"]["latest"] == at_savepoint == _hudi_rs(uri) == _hudi_rs(uri, as_of=savepoint)
+    assert out["validate"] == []
+    assert not [o for o in out["objects"] if o.startswith((".hoodie/.hudilite/markers/", ".hoodie/.hudilite/tmp/"))]
+
+
+def test_odd_partition_values_on_s3_are_written_and_read_back_as_on_local_disk(core_tables):
+    """Glob characters, '%', '=', spaces, non-ASCII, '#', null and empty: the same rows through
+    our reader (Spark over S3A) and hudi-rs as on local disk (test_writes.py). A control
+    character, which no S3 key can hold, is refused with the error local disk gives, before any
+    commit."""
+    from tests.core.test_writes import ODD_PARTITION_VALUES
+    base, results = core_tables
+    out, uri = results["odd_partitions"], f"{base}/odd_partitions"
+    rows = [[i, v] for i, v in enumerate(ODD_PARTITION_VALUES)]
+    after = sorted([r for r in rows if r[1] not in ("x[1]", None, "")] + [[100, "x[1]"], [101, None]])
+    assert out["rows"]["insert"] == sorted(rows)
+    assert out["rows"]["overwrite"] == after == _hudi_rs(uri, columns=("id", "p"))
+    assert _hudi_rs(uri, as_of=out["instants"]["insert"], columns=("id", "p")) == sorted(rows)
+    assert out["refused"] and "partition column 'p' has a value that cannot be a folder name" in out["refused"]
+    assert [i[1] for i in out["timeline"]] == ["commit", "replacecommit"]  # the refused write left no instant
+    assert not [o for o in out["objects"] if "tab" in o]
+    assert out["validate"] == []
+
+
+S3_ROUNDS = int(os.environ.get("HUDILITE_S3_CONCURRENT_ROUNDS", "6"))  # 10 for the record in docs/object-storage.md
+
+
+def test_two_processes_upserting_overlapping_keys_on_s3_lose_no_update(core_tables):
+    """tests/core/concurrent_writer.py twice, on the store: each process upserts its own keys
+    and, every other round, five shared keys, retrying on conflicts."""
+    base, results = core_tables
+    uri = f"{base}/two_writers"
+    assert results["two_writers"] == {"created": True}
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC", PYTHONPATH=ROOT)
+    writers = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "core", "concurrent_writer.py"),
+                                 uri, name, str(S3_ROUNDS), "20"], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("p1", "p2")]
+    rounds = []
+    for writer in writers:
+        out, err = writer.communicate(timeout=1200)
+        assert writer.returncode == 0, err[-3000:]
+        rounds += [json.loads(line[len("ROUND "):]) for line in out.splitlines() if line.startswith("ROUND ")]
+    done = sorted((r for r in rounds if r["instant"]), key=lambda r: r["ended"])
+    assert len(done) == 2 * S3_ROUNDS  # with retries every round commits
+    expected = {}
+    for r in done:  # writes that touched a key never overlapped (they would have conflicted): end order is commit order
+        expected.update({k: r["tag"] for k in r["keys"]})
+    rows = _hudi_rs(uri, columns=("id", "tag", "_hoodie_record_key"))
+    actual = {r[0]: r[1] for r in rows}
+    assert len(rows) == len(actual) == 25  # keys unique
+    lost = sorted(k for k in expected if actual.get(k) != expected[k])
+    assert not lost, f"lost updates on keys {lost}"
+    storage = Storage(uri)
+    hoodie = storage.list_names(".hoodie")
+    assert len([n for n in hoodie if n.endswith(".commit")]) == 1 + 2 * S3_ROUNDS
+    completed = {n.split(".")[0] for n in hoodie if n.endswith(".commit")}
+    assert not [n for n in hoodie if n.endswith((".inflight", ".requested")) and n.split(".")[0] not in completed]
+    assert not [p for p in storage.list_files_recursive(".hoodie/.hudilite") if p.startswith("markers/")]
+    print(f"\n2 processes x {S3_ROUNDS} rounds on S3: {len(done)} commits, "
+          f"{sum(r['attempts'] - 1 for r in rounds)} conflicts retried")
 
 
 DBT_MODELS = {

@@ -417,7 +417,7 @@ def test_paths_made_in_the_task_equal_those_spark_makes(spark, hive_style):
         assert made == expected, fields
 
 
-@pytest.mark.parametrize("value", ["a/b", "c:d", "..", "."])
+@pytest.mark.parametrize("value", ["a/b", "c:d", "..", ".", "tab\there"])  # a control character: no S3 key holds one
 def test_partition_values_no_folder_can_hold_are_refused_and_nothing_changes(spark, tmp_path, value):
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="p")
     table.context.config.hive_style_partitioning = value not in ("..", ".")  # '..' as a folder of its own

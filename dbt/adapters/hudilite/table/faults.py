@@ -12,6 +12,11 @@ timeline); and `restore` (a restore rolled back its newest commit, the others st
 which is not in the crash matrix: a dead restore blocks writes until it is run again; and `swap`
 (a rebuild with a new layout committed beside its table, the old table moved aside, the new one
 not yet in its place: `StorageCatalog.swap_in`), killed by the dbt tests.
+
+`HUDILITE_KILL_BARRIER=<folder>:<n>` makes a process (or thread) that reaches the phase first
+leave a file in `<folder>` and wait until `n` are there: several writes of one process (or the
+tasks of several writes) are then all at the phase when the kill comes (the S3 crash tests kill
+three writes with one process).
 """
 
 from __future__ import annotations
@@ -21,9 +26,24 @@ import signal
 
 KILL_AT = "HUDILITE_KILL_AT"
 KILL_PID = "HUDILITE_KILL_PID"
+KILL_BARRIER = "HUDILITE_KILL_BARRIER"
+BARRIER_TIMEOUT_S = 600.0
 PHASES = ("requested", "task", "before_publish", "after_publish", "clean", "compaction", "archive")  # the crash matrix's
 
 
 def reach(phase: str) -> None:
     if os.environ.get(KILL_AT) == phase:
+        if os.environ.get(KILL_BARRIER):
+            _wait_at_barrier(os.environ[KILL_BARRIER])
         os.kill(int(os.environ.get(KILL_PID) or os.getpid()), signal.SIGKILL)
+
+
+def _wait_at_barrier(barrier: str) -> None:
+    import time
+    import uuid
+    folder, n = barrier.rsplit(":", 1)
+    os.makedirs(folder, exist_ok=True)
+    open(os.path.join(folder, f"{os.getpid()}-{uuid.uuid4().hex}"), "w").close()
+    deadline = time.monotonic() + BARRIER_TIMEOUT_S
+    while len(os.listdir(folder)) < int(n) and time.monotonic() < deadline:
+        time.sleep(0.05)

@@ -18,7 +18,9 @@ What differs from a file system, and how each method keeps the `Storage` contrac
   an exception propagates, or aborted, or left by a killed process, leaves no object (a
   killed process leaves unfinished parts, which a bucket lifecycle rule removes).
 - Transient errors. The library retries 5xx and connection errors with exponential backoff;
-  a throttling answer (503 SlowDown, 429) that still comes through is retried here too.
+  a throttling answer (503 SlowDown, 429) that still comes through is retried here too. The
+  PUT that publishes a completed instant is the exception: a client without retries sends
+  each attempt once, right after the seam checked the table's lease (`_publish`).
 - Settings. Nothing but the URI travels with a `Storage`: each process (the driver, every
   Spark executor) builds its own client from `configure()`d settings or the environment
   (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ALLOW_HTTP`, ...), and credentials from the
@@ -55,6 +57,7 @@ SCHEMES = S3_SCHEMES + GCS_SCHEMES + AZURE_SCHEMES
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1,000 keys
 UPLOAD_BUFFER_BYTES = 16 * 1024 * 1024  # one PUT below it; parts of this size above it
 THROTTLE_RETRIES = 8
+PUBLISH_ATTEMPTS = 6  # a publishing PUT: each attempt sent by the seam, after its own lease check
 
 # Settings that are not secrets, by URI prefix (`configure`); executors have none and use
 # their environment.
@@ -128,7 +131,9 @@ def _aws_profile_provider():
     return Boto3CredentialProvider(session) if session.get_credentials() is not None else None
 
 
-def _build_store(scheme: str, bucket: str, settings: Dict[str, object]):
+def _build_store(scheme: str, bucket: str, settings: Dict[str, object], retries: bool = True):
+    """The client of a bucket. `retries=False`: a client that sends each request once (the
+    publishing PUT, whose every attempt must follow a fresh check of the lease)."""
     from obstore.store import AzureStore, GCSStore, S3Store
 
     settings = dict(settings)
@@ -143,6 +148,8 @@ def _build_store(scheme: str, bucket: str, settings: Dict[str, object]):
     retry_config = {"max_retries": 10, "retry_timeout": dt.timedelta(minutes=3),
                     "backoff": {"init_backoff": dt.timedelta(milliseconds=100),
                                 "max_backoff": dt.timedelta(seconds=15), "base": 2}}
+    if not retries:
+        retry_config = dict(retry_config, max_retries=0, retry_timeout=dt.timedelta(0))
     if scheme in S3_SCHEMES:
         if os.environ.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") and "virtual_hosted_style_request" not in settings:
             settings["virtual_hosted_style_request"] = _truthy(os.environ["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"])  # the tasks: as the driver
@@ -159,16 +166,17 @@ def _build_store(scheme: str, bucket: str, settings: Dict[str, object]):
     return AzureStore(bucket, config=settings, client_options=client_options, retry_config=retry_config)
 
 
-def store_for(uri: str):
+def store_for(uri: str, retries: bool = True):
     """The obstore client of `uri`'s bucket in this process (one per bucket and settings, so
-    that every `Storage` of a bucket shares its connections)."""
+    that every `Storage` of a bucket shares its connections); `retries=False`: the one that
+    sends each request once."""
     scheme, bucket, _ = _split(uri)
     settings = settings_for(uri)
-    key = (scheme, bucket, tuple(sorted((k, str(v)) for k, v in settings.items())))
+    key = (scheme, bucket, tuple(sorted((k, str(v)) for k, v in settings.items())), retries)
     with _stores_guard:
         store = _stores.get(key)
         if store is None:
-            store = _stores[key] = _build_store(scheme, bucket, settings)
+            store = _stores[key] = _build_store(scheme, bucket, settings, retries=retries)
         return store
 
 
@@ -277,6 +285,18 @@ class _Abort(Exception):
     pass
 
 
+def _seam_error(err: Exception) -> Exception:
+    """The builtin error a file system would raise for the store's `err` (as `_retrying`)."""
+    from obstore.exceptions import GenericError, NotFoundError, PermissionDeniedError, UnauthenticatedError
+    if isinstance(err, NotFoundError):
+        return FileNotFoundError(str(err))
+    if isinstance(err, (PermissionDeniedError, UnauthenticatedError)):
+        return PermissionError(str(err))
+    if isinstance(err, GenericError):
+        return OSError(str(err))
+    return err
+
+
 class _Reader:
     """A random-access read-only file over one object (ranged GETs), for pyarrow."""
 
@@ -320,6 +340,7 @@ class ObjectStorage(Storage):
         self.scheme, self.bucket, self.root = _split(self.base_path)
         self.is_local = False
         self._store = None
+        self._publish_store = None
         self._pyarrow_fs = None
 
     def __reduce__(self):
@@ -330,6 +351,13 @@ class ObjectStorage(Storage):
         if self._store is None:
             self._store = store_for(self.base_path)
         return self._store
+
+    @property
+    def publish_store(self):
+        """The client without automatic retries: a publish's attempts are the seam's own."""
+        if self._publish_store is None:
+            self._publish_store = store_for(self.base_path, retries=False)
+        return self._publish_store
 
     def key(self, rel: str) -> str:
         rel = rel.strip("/")
@@ -408,13 +436,40 @@ class ObjectStorage(Storage):
         """One PUT: readers see all of it or nothing (no temporary object, no copy). A completed
         timeline instant is created only if absent: it is never replaced."""
         if _is_completed_instant(rel):
-            from .lock import check_lease
-            check_lease(self)  # publishing under a lease that may have passed to another writer: refuse
-            if not self.create_exclusive(rel, bytes(data) if not isinstance(data, bytes) else data):
-                if self.read_bytes(rel) != bytes(data):
-                    raise ObjectStoreError(f"{self.uri(rel)} exists with other content; it is never replaced")
+            self._publish(rel, bytes(data) if not isinstance(data, bytes) else data)
             return
         self._put(rel, data)
+
+    def _publish(self, rel: str, data: bytes) -> None:
+        """The completed instant: a create-if-absent PUT, each attempt right after a check that
+        the lease is still ours (`lock.check_lease`), sent once by a client without automatic
+        retries. A client that retried by itself could deliver the PUT up to its retry timeout
+        (minutes) after the check, beyond the lease's margin. A transient failure is retried
+        here, with a new check first; an attempt refused because the object exists is either an
+        earlier attempt of ours that landed (the same bytes) or an error."""
+        import obstore
+        from obstore.exceptions import GenericError
+
+        from .lock import check_lease
+        self.verify_conditional_puts()
+        pause = 0.2
+        for attempt in range(PUBLISH_ATTEMPTS):
+            check_lease(self)  # publishing under a lease that may have passed to another writer: refuse
+            try:
+                obstore.put(self.publish_store, self.key(rel), data, mode="create", use_multipart=False)
+                return
+            except Exception as err:
+                if _refused(err):
+                    if self.read_bytes(rel) != data:
+                        raise ObjectStoreError(f"{self.uri(rel)} exists with other content; it is never replaced") from None
+                    return
+                if not isinstance(err, GenericError) or attempt + 1 == PUBLISH_ATTEMPTS:
+                    mapped = _seam_error(err)  # the store's error as the seam's (OSError, ...)
+                    if mapped is err:
+                        raise
+                    raise mapped from err
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 5.0)
 
     def put_if(self, rel: str, data: bytes, version: Optional[dict]) -> Optional[dict]:
         """Write `rel` only if it is absent (`version` None) or still at `version`; its new
