@@ -5,11 +5,12 @@ in the same run.
   plain parquet write of the same batch;
 - bytes on disk of a keyed table with 100 rows per partition in many partitions, against plain
   parquet of the same rows (goal: within 2x);
-- a small write plus the table services on tables of 1k and 10k files, against the same on a
-  table of 100 files (goal: flat in the file count). Larger tables are not built here: one insert
-  of N one-row partitions costs about 15-30 ms per file on 2 cores (the insert's new-key check
-  reads every new file back through Spark), so 30k files take 8-15 minutes and 100k files 25-50;
-  `ScaleSizes.file_counts` takes more when there is time;
+- a small write plus the table services on tables of 1k, 10k and 30k files, against the same on
+  a table of 100 files (goal: flat in the file count). 100k files are not built here: one insert
+  of N one-row partitions costs about 15 ms per file on 2 cores (the insert's new-key check
+  reads every new file back through Spark; 30k files took 7.6 minutes), and the first write after
+  it builds the record index from every file (2 minutes at 30k), so 100k files take 30-40
+  minutes; `ScaleSizes.file_counts` takes more when there is time;
 - peak memory of a Python worker for a skewed upsert (95% of the batch into one file group),
   against the file group's bytes in Arrow.
 """
@@ -194,7 +195,7 @@ class ScaleSizes:
         self.wide_kb_rows = 3_000 if quick else 15_000
         self.byte_partitions = 100 if quick else 1_000
         self.base_files = 100
-        self.file_counts = (1_000,) if quick else (1_000, 10_000)
+        self.file_counts = (1_000,) if quick else (1_000, 10_000, 30_000)
         self.rounds = 2 if quick else 3
         self.skew_rows = 200_000 if quick else 2_600_000
         self.skew_batch = 100_000 if quick else 1_000_000

@@ -125,3 +125,39 @@ def test_a_conflict_that_is_not_a_top_up_is_not_written_again(spark, tmp_path):
     assert [i.state for i in table.timeline()] == ["COMPLETED", "COMPLETED"] and theirs
     assert sorted(r.id for r in table.read().collect()) == list(range(11))
     assert table.validate() == [] and parquet_files_on_disk(table.path) == committed_files(table)
+
+
+def test_on_a_table_of_many_file_groups_an_insert_offers_the_small_files_of_its_own_partitions_only(
+        spark, tmp_path, monkeypatch):
+    """Issue 33: what an insert's tasks are sent does not grow with the table's partitions. Past
+    TOP_UP_ALL_UP_TO live file groups the offer holds the partitions the rows hold, which still
+    get topped up (a date partition: a path the writing task formats itself)."""
+    from dbt.adapters.hudilite.table import insert as inserting
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", partition_by="day")
+    days = F.date_add(F.lit("2026-11-01").cast("date"), (F.col("id") % 6).cast("int"))
+    table.insert(spark.range(60, numPartitions=2).select("id", days.alias("day")))
+    monkeypatch.setattr(inserting, "TOP_UP_ALL_UP_TO", 3)
+    offered, persisted = [], []
+    real = inserting.run_write_job
+    monkeypatch.setattr(inserting, "run_write_job", lambda df, spec, *a: (
+        offered.append(dict(spec.top_ups)), persisted.append(spark.sparkContext._jsc.getPersistentRDDs().size()),
+        real(df, spec, *a))[2])
+    instant = table.insert(spark.range(100, 110, numPartitions=1).select(
+        "id", F.when(F.col("id") < 105, F.lit("2026-11-02")).otherwise(F.lit("2026-12-25")).cast("date").alias("day")))
+    assert set(offered[0]) == {"day=2026-11-02"}
+    stats = table.commit_metadata(instant).write_stats
+    assert {(s.partitionPath, bool(s.prevCommit), s.numInserts) for s in stats} == {
+        ("day=2026-11-02", True, 5), ("day=2026-12-25", False, 5)}
+    assert sorted(r.id for r in table.read().collect()) == list(range(60)) + list(range(100, 110))
+    # Rows Spark estimates as large are kept (cached) for the write, and let go after it.
+    monkeypatch.setattr(inserting, "KEEP_ROWS_ABOVE_BYTES", -1)
+    cached = spark.sparkContext._jsc.getPersistentRDDs().size()
+    instant = table.insert(spark.range(200, 203, numPartitions=1).select("id", F.lit("2026-11-03").cast("date").alias("day")))
+    assert set(offered[1]) == {"day=2026-11-03"}
+    assert [(s.partitionPath, bool(s.prevCommit), s.numInserts) for s in table.commit_metadata(instant).write_stats] == [
+        ("day=2026-11-03", True, 3)]
+    assert persisted[1] == cached + 1 and spark.sparkContext._jsc.getPersistentRDDs().size() == cached
+    assert table.read().count() == 73
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)

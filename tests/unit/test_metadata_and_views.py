@@ -121,3 +121,57 @@ def test_cleaner_keeping_hours_retains_every_instant_of_the_window():
     assert plan_clean(view, completed, CleanPolicy(KEEP_LATEST_BY_HOURS, retain_hours=48), now=now).files_to_delete == []
     everything_old = plan_clean(view, completed, CleanPolicy(KEEP_LATEST_BY_HOURS, retain_hours=1), now=now)
     assert everything_old.earliest_retained == "20261102000000000"  # the latest snapshot always stays
+
+
+def test_extended_view_is_the_view_of_all_commits_and_leaves_the_older_view_alone():
+    first = [commit("1", [stat("a", "f1", "1"), stat("b", "f2", "1")])]
+    later = [commit("2", [stat("a", "f1", "2", prev="1")]), commit("3", [stat("c", "f3", "3")], {"b": ["f2"]}, REPLACE_COMMIT)]
+    older = FileSystemView(first)
+    extended = older.extended(later)
+    fresh = FileSystemView(first + later)
+    assert [(g.partition, g.file_id, g.slices, g.replaced_at) for g in extended.groups.values()] == [
+        (g.partition, g.file_id, g.slices, g.replaced_at) for g in fresh.groups.values()]
+    assert [f.path for f in older.latest_base_files()] == ["a/f1_0-1-0_1.parquet", "b/f2_0-1-0_1.parquet"]
+    assert older.groups[("b", "f2")].replaced_at is None
+    assert [f.path for f in older.extended(later, "2").latest_base_files()] == [
+        "a/f1_0-1-0_2.parquet", "b/f2_0-1-0_1.parquet"]
+
+
+def test_timeline_view_after_a_commit_reads_only_the_new_commit(tmp_path, monkeypatch):
+    """A write's view, then the view after its commit: the second is the first extended by the
+    new commit, not a build over every file group of the table again (issue 33)."""
+    from dbt.adapters.hudilite.table import file_group
+    from dbt.adapters.hudilite.table.storage import Storage
+    from dbt.adapters.hudilite.table.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    storage.make_dirs(".hoodie/.temp")
+    timeline = Timeline(storage)
+    many = [stat(f"p{i}", f"f{i}", "20260101000000001") for i in range(500)]
+    timeline.complete("20260101000000001", COMMIT, CommitMetadata("INSERT", many, {}))
+    built = []
+    real_init = file_group.FileSystemView.__init__
+    monkeypatch.setattr(file_group.FileSystemView, "__init__",
+                        lambda self, commits, *a, **k: (built.append(len(list(commits))), real_init(self, commits, *a, **k))[1])
+    added = []
+    real_apply = file_group.FileSystemView._apply
+    monkeypatch.setattr(file_group.FileSystemView, "_apply",
+                        lambda self, commits, copied: (added.append(sum(len(m.write_stats) for _, m in commits)),
+                                                       real_apply(self, commits, copied))[1])
+    before = timeline.view()
+    timeline.complete("20260101000000002", COMMIT,
+                      CommitMetadata("INSERT", [stat("p7", "f7", "20260101000000002", prev="20260101000000001")], {}))
+    after = timeline.view()
+    assert built == [1]  # one full build, for the first view
+    assert added == [500, 1]  # then the new commit's one write stat
+    assert len(before.groups[("p7", "f7")].slices) == 1 and len(after.groups[("p7", "f7")].slices) == 2
+    built.clear()
+    # A commit that completed behind a newer one (a concurrent writer's) is not an extension.
+    timeline.complete("20260101000000004", COMMIT, CommitMetadata("INSERT", [stat("p8", "g8", "20260101000000004")], {}))
+    timeline.view()
+    timeline.complete("20260101000000003", COMMIT, CommitMetadata("INSERT", [stat("p9", "g9", "20260101000000003")], {}))
+    latest = timeline.view()
+    assert built == [4]
+    assert after.latest_base_files() == FileSystemView(timeline.commits("20260101000000002")).latest_base_files()
+    assert latest.latest_base_files() == FileSystemView(timeline.commits()).latest_base_files()
+    assert {("p8", "g8"), ("p9", "g9")} <= set(latest.groups)

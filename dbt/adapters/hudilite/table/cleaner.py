@@ -88,7 +88,7 @@ def _earliest_to_retain(completed: List[str], policy: CleanPolicy, now: Optional
 def older_versions(view: FileSystemView, versions: int) -> List[BaseFile]:
     """All slices of replaced file groups, and each live group's slices but its newest `versions`."""
     doomed: List[BaseFile] = []
-    for group in view.groups.values():
+    for group in view.groups_with_history():
         doomed.extend(group.slices if group.replaced_at is not None else group.slices[:-versions])
     return doomed
 
@@ -99,7 +99,7 @@ def earliest_intact(view: FileSystemView, completed: List[str], doomed: List[Bas
     the next slice of its group or the group's replacement."""
     gone = {f.path for f in doomed}
     needed_until = None
-    for group in view.groups.values():
+    for group in view.groups_with_history():
         for position, piece in enumerate(group.slices):
             if piece.path not in gone:
                 continue
@@ -117,7 +117,7 @@ def earliest_intact(view: FileSystemView, completed: List[str], doomed: List[Bas
 def unreadable_from(view: FileSystemView, earliest: str) -> List[BaseFile]:
     """Slices that no snapshot as of `earliest` or later reads."""
     doomed: List[BaseFile] = []
-    for group in view.groups.values():
+    for group in view.groups_with_history():
         if group.replaced_at is not None and group.replaced_at <= earliest:
             doomed.extend(group.slices)
             continue

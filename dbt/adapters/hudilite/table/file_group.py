@@ -81,23 +81,60 @@ class FileSystemView:
         """`archived`: the slices archived instants left readable, all older than `commits`."""
         self.as_of = as_of
         self.groups: Dict[Tuple[str, str], FileGroup] = {}
+        self._history: set = set()  # keys of groups with more than one slice, or replaced (`groups_with_history`)
         for base_file in archived:
             self.groups[(base_file.partition, base_file.file_id)] = FileGroup(base_file.partition, base_file.file_id,
                                                                               [base_file])
+        self._apply(commits, None)
+
+    def extended(self, commits: Iterable[Tuple[Instant, CommitMetadata]], as_of: Optional[str] = None) -> "FileSystemView":
+        """The view of this one's commits followed by `commits` (all newer than this view's):
+        what `FileSystemView(all commits, as_of, archived)` builds, in the time of `commits`
+        (the groups they touch are copied, so this view stays as it was)."""
+        view = FileSystemView.__new__(FileSystemView)
+        view.as_of = as_of
+        view.groups = dict(self.groups)
+        view._history = set(self._history)
+        view._apply(commits, set())
+        return view
+
+    def _apply(self, commits: Iterable[Tuple[Instant, CommitMetadata]], copied: Optional[set]) -> None:
+        """Add the slices and replacements of `commits` up to `as_of`; `copied`: the keys of
+        groups this view owns already (None: it owns all), others are copied before a change."""
+        def own(key: Tuple[str, str]) -> Optional[FileGroup]:
+            group = self.groups.get(key)
+            if group is not None and copied is not None and key not in copied:
+                group = self.groups[key] = FileGroup(group.partition, group.file_id, list(group.slices), group.replaced_at)
+                copied.add(key)
+            return group
+
+        as_of = self.as_of
         for instant, metadata in sorted(commits, key=lambda c: c[0].timestamp):
             if as_of is not None and instant.timestamp > as_of:
                 break
             for stat in metadata.write_stats:
                 key = (stat.partitionPath, stat.fileId)
-                group = self.groups.setdefault(key, FileGroup(stat.partitionPath, stat.fileId))
+                group = own(key)
+                if group is None:
+                    group = self.groups[key] = FileGroup(stat.partitionPath, stat.fileId)
+                    if copied is not None:
+                        copied.add(key)
                 group.slices.append(
                     BaseFile(stat.partitionPath, stat.fileId, instant.timestamp, stat.path, stat.numWrites, stat.fileSizeInBytes)
                 )
+                if len(group.slices) > 1:
+                    self._history.add(key)
             for partition, file_ids in metadata.replaced_file_ids.items():
                 for file_id in file_ids:
                     group = self.groups.get((partition, file_id))
                     if group is not None and group.replaced_at is None:
-                        group.replaced_at = instant.timestamp
+                        own((partition, file_id)).replaced_at = instant.timestamp
+                        self._history.add((partition, file_id))
+
+    def groups_with_history(self) -> List[FileGroup]:
+        """The file groups with an older slice or replaced: the only ones holding slices that
+        no snapshot as of the latest instant reads (what the cleaner looks through)."""
+        return [self.groups[k] for k in sorted(self._history)]
 
     def live_groups(self) -> List[FileGroup]:
         return [g for g in self.groups.values() if g.replaced_at is None and g.slices]

@@ -253,7 +253,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         remove_zombie_files(ctx, holding_lock=True)
         commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
         texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
-        write_archive(ctx.storage, texts)
+        write_archive(ctx.storage, texts, ctx.timeline.archived_dir)
         ctx.storage.write_atomic(ARCHIVED_VIEW, archived.folded(commits).to_json().encode(), TMP_DIR)
         faults.reach("archive")
         # Older slices only archived instants read (the file-versions policy keeps them) would
@@ -267,7 +267,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
 def _left_behind(ctx: TableContext, view: FileSystemView, through: str) -> bool:
     """Whether a file of a group replaced at or before `through` is still on storage: once the
     replacecommit is archived, Hudi's readers would read the group again."""
-    return any(ctx.storage.exists(piece.path) for group in view.groups.values()
+    return any(ctx.storage.exists(piece.path) for group in view.groups_with_history()
                if group.replaced_at is not None and group.replaced_at <= through for piece in group.slices)
 
 

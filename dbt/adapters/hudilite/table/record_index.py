@@ -312,10 +312,11 @@ def live_holders(found: pa.Table, keys: pa.Array, live: Dict[str, str]) -> Tuple
     return live_ids.take(where), pa.array(list(live.values()), pa.string()).take(where)
 
 
-def _lookup_task(base_path: str, plan: "LookupPlan", live: Dict[str, str],
+def _lookup_task(base_path: str, plan: "LookupPlan", live: Optional[Dict[str, str]],
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the live entries of the keys that arrive (with their shard), reading
-    each shard's index files directly."""
+    each shard's index files directly. `live` None: every entry not deleted, the partition
+    left null (the caller tells which of the few found file groups are live)."""
     storage = Storage(base_path)
     arrived = [b for b in batches if b.num_rows]
     if not arrived:
@@ -325,7 +326,12 @@ def _lookup_task(base_path: str, plan: "LookupPlan", live: Dict[str, str],
     for shard in pc.unique(arrived.column("shard")).to_pylist():
         keys = arrived.filter(pc.equal(arrived.column("shard"), shard)).column("key")
         found = plan.latest_entries(storage, shard, keys.to_pylist())
-        file_ids, partitions = live_holders(found, found.column("key"), live)
+        if live is None:
+            file_ids = pc.if_else(pc.fill_null(found.column("deleted"), True), pa.scalar(None, pa.string()),
+                                  found.column("file_id"))
+            partitions = pa.nulls(len(file_ids), pa.string())
+        else:
+            file_ids, partitions = live_holders(found, found.column("key"), live)
         held = pa.table([found.column("key"), partitions, file_ids], schema=_LOCATION).filter(pc.is_valid(file_ids))
         yield from bounded_batches(held)
 
@@ -460,11 +466,12 @@ class RecordIndex(TableIndex):
                               + [T.StructField("record_key", T.StringType())])
         return located.mapInArrow(_with_digests, schema)
 
-    def lookup(self, completed: List[Instant], view: FileSystemView, keys: DataFrame) -> DataFrame:
+    def lookup(self, completed: List[Instant], view: Optional[FileSystemView], keys: DataFrame) -> DataFrame:
         """The live entries (key, partition, file_id) of `keys` (a one-column DataFrame): one
         task per shard with keys reads that shard's files, only the row groups whose key range
-        can hold a wanted key, on the executors."""
-        live = {g.file_id: g.partition for g in view.live_groups()}
+        can hold a wanted key, on the executors. `view` None: the entries not deleted, live or
+        not, without their partition (the tasks are not sent the table's file groups)."""
+        live = None if view is None else {g.file_id: g.partition for g in view.live_groups()}
         plan = self.lookup_plan(completed, 1)
         task = functools.partial(_lookup_task, self.storage.base_path, plan, live)
         probes = keys.toDF("key").select("key", plan.sharding.shard_of(F.col("key")).alias("shard"))
@@ -473,7 +480,10 @@ class RecordIndex(TableIndex):
     def holders(self, keys: DataFrame, completed: List[Instant], view: FileSystemView) -> Set[str]:
         if not self.is_built():
             return set()
-        return {r[0] for r in self.lookup(completed, view, keys).select("file_id").distinct().collect()}
+        # The tasks find the few file groups holding a key; which are live is told here, so that
+        # what they are sent does not grow with the table's file groups (issue 33).
+        found = {r[0] for r in self.lookup(completed, None, keys).select("file_id").distinct().collect()}
+        return found & {g.file_id for g in view.live_groups()} if found else set()
 
     def needs_compaction(self, completed: List[Instant]) -> bool:
         return any(has_too_many_deltas(files) for files in self.visible_files(completed).values())

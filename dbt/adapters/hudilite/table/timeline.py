@@ -48,10 +48,14 @@ def _most_advanced(names: List[str], actions, after: Optional[str] = None) -> Li
 
 
 class Timeline:
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, archived_dir: str = ARCHIVED_DIR):
         self.storage = storage
+        self.archived_dir = archived_dir  # the table's archived timeline folder (hoodie.archivelog.folder)
         self._metadata_cache: Dict[str, CommitMetadata] = {}
         self._archived: Tuple[tuple, ArchivedView] = ((), ArchivedView())  # ((view text, archive files), parsed)
+        # The last view built: (the archived view it starts from, its commits' instants, the view).
+        # A later view of the same start and more commits extends it (`view`).
+        self._view: Optional[Tuple[ArchivedView, Tuple[str, ...], FileSystemView]] = None
 
     def archived(self) -> ArchivedView:
         """What archived instants left readable (empty before the first archival): our archived
@@ -61,12 +65,12 @@ class Timeline:
             text = self.storage.read_text(ARCHIVED_VIEW)
         except FileNotFoundError:
             text = ""
-        files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(ARCHIVED_DIR))
+        files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(self.archived_dir))
                       if "/" not in name and archival.archive_version(name) is not None)
         key = (text, files)
         if key != self._archived[0]:
             view = ArchivedView.from_json(text) if text else ArchivedView()
-            newer = archival.archived_commits(self.storage, list(files), view.through) if files else []
+            newer = archival.archived_commits(self.storage, list(files), view.through, self.archived_dir) if files else []
             self._archived = (key, view.folded(newer) if newer else view)
         return self._archived[1]
 
@@ -145,10 +149,22 @@ class Timeline:
         raise TimelineError(f"table at {self.storage.base_path}: the timeline kept changing under the reader")
 
     def view(self, as_of: Optional[str] = None) -> FileSystemView:
+        """The file groups as of `as_of` (default: the latest completed instant). Built from
+        the last view this timeline built when its commits are the first of these (the usual
+        case: a write's view, then the view after its commit), so a write pays for the commits
+        that are new, not for every file group of the table again."""
         archived, commits = self._state(as_of)
         if as_of is not None and archived.through is not None and as_of < archived.through:
             raise self.archived_error(as_of, archived)
-        return FileSystemView(commits, as_of, archived.files)
+        stamps = tuple(i.timestamp for i, _ in commits)
+        last = self._view
+        if last is not None and last[0] is archived and stamps[:len(last[1])] == last[1]:
+            view = last[2].extended(commits[len(last[1]):], as_of)
+        else:  # the first view, another archived start, or a commit that completed behind newer ones
+            view = FileSystemView(commits, as_of, archived.files)
+        if last is None or last[1][:len(stamps)] != stamps:  # a view of fewer commits (time travel) is not kept
+            self._view = (archived, stamps, view)
+        return view
 
     def archived_error(self, wanted: str, archived: ArchivedView) -> TimelineError:
         return TimelineError(f"table at {self.storage.base_path}: {wanted} lies in the archived part of the timeline "

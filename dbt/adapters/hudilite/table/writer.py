@@ -33,11 +33,11 @@ from .file_sizing import TopUp
 from .commit import WriteStat
 from .environment import is_connect
 from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
-from .keygen import PartitionFormat, seqno_array
+from .keygen import PartitionFormat, VirtualKeys, seqno_array
 from .layout import TMP_DIR, marker_path, partition_metadata_path
 from .placement import pack, routing_values
 from .rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, RowLayout, insert_layout
-from .schema import COMMIT_SEQNO, COMMIT_TIME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from .storage import Storage
 
 STATS_DDL = (
@@ -66,6 +66,9 @@ class WriteSpec:
     portable_encoding: bool = False  # properties.PORTABLE
     partition_format: Optional[PartitionFormat] = None  # for rows whose partition path is left to the task
     bloom_footers: bool = False  # Hudi's bloom filter and key range in each file's footer (keyed tables)
+    # hoodie.populate.meta.fields=false: files keep the meta columns null but the file name, as
+    # Hudi's writer leaves them; stored rows' keys are made again from the key fields.
+    virtual_keys: Optional[VirtualKeys] = None
     # Inserts: per partition path, small file groups to top up; task i takes entry i (file_sizing).
     top_ups: Dict[str, List[TopUp]] = field(default_factory=dict)
     row_group_bytes: int = 128 * 1024 * 1024  # in Arrow memory; about a third of that on disk
@@ -151,18 +154,33 @@ def parquet_writer(sink, schema: pa.Schema, portable: bool = False,
     use_dictionary = [path for f in schema if f.name in chosen and (portable or f.name not in DELTA_ENCODED)
                       for path in _leaf_paths(f.name, f.type)]
     batch = write_batch_values(row_bytes)
+    codec = "snappy" if portable else "zstd"
+    paths = [(f.name, path) for f in schema for path in _leaf_paths(f.name, f.type)]
+    compression = {path: "none" if name in UNCOMPRESSED else codec for name, path in paths}
+    statistics = [path for name, path in paths if name not in NO_STATISTICS]
     if portable:  # what every Parquet reader reads (properties.PORTABLE)
-        return pq.ParquetWriter(sink, schema, compression="snappy", use_dictionary=use_dictionary,
-                                write_statistics=True, write_batch_size=batch)
+        return pq.ParquetWriter(sink, schema, compression=compression, use_dictionary=use_dictionary,
+                                write_statistics=statistics, write_batch_size=batch)
     return pq.ParquetWriter(
         sink,
         schema,
-        compression="zstd",
+        compression=compression,
         use_dictionary=use_dictionary,
         column_encoding={n: "DELTA_BYTE_ARRAY" for n in DELTA_ENCODED},
-        write_statistics=True,
+        write_statistics=statistics,
         write_batch_size=batch,
     )
+
+
+# Meta columns of one value in a base file (a file group lives in one partition): a dictionary
+# of that value and runs of its index, which a codec only makes bigger (its frame outweighs
+# the page). Stored uncompressed.
+UNCOMPRESSED = (PARTITION_PATH, FILE_NAME)
+# Meta columns without min/max statistics (kept in the footer and again in each page header):
+# the file name is the file's own (70 bytes, four times over), and no reader filters on the
+# seqno. Together ~400 bytes of a 100-row keyed file's ~5.7 KB (issue 33: a keyed table within
+# 2x the bytes of plain parquet).
+NO_STATISTICS = (FILE_NAME, COMMIT_SEQNO)
 
 
 def _leaf_paths(name: str, kind: pa.DataType) -> List[str]:
@@ -240,11 +258,13 @@ class _OpenBaseFile:
         """Rows with their first four meta columns made; the file name is this file's."""
         if len(key) == 0:  # an emptied file group's slice: no row group at all
             return
+        if self.keys is not None:
+            self.keys.add(key)
+        if self.spec.virtual_keys is not None:  # as Hudi's writer leaves them: only the file name is stored
+            commit_time = seqno = key = partition = pa.nulls(len(key), pa.string())
         batch = pa.RecordBatch.from_arrays(
             [commit_time, seqno, key, partition, repeated(self.name, len(key))] + data, schema=self.schema
         )
-        if self.keys is not None:
-            self.keys.add(key)
         self.pending.append(batch)
         self.pending_bytes += batch.nbytes
         self.rows += batch.num_rows
