@@ -4,13 +4,16 @@ continue a table whose timeline Hudi's own writer archived."""
 
 import json
 import os
+import posixpath
 import subprocess
+from types import SimpleNamespace
 
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable, archival
 from dbt.adapters.hudilite.table.instant import COMPLETED
-from dbt.adapters.hudilite.table.layout import ARCHIVED_DIR
+from dbt.adapters.hudilite.table.layout import HOODIE_DIR
+from dbt.adapters.hudilite.table.properties import TableConfig
 from tests.referee.hudi_spark import HOME, SERVER, changes_options, referee_python
 from tests.referee.test_hudi_spark_reads import compare
 from tests.referee.test_hudi_spark_writes import SCHEMA, agree, hudi_options
@@ -53,8 +56,9 @@ def hudi_archived_commits(version: str, path: str, workdir) -> list:
 
 
 def _archive_entries(table: HudiTable):
-    names = archival.archive_files(os.listdir(os.path.join(table.path, ARCHIVED_DIR)))
-    entries = [e for name in names for e in archival.read_archive_file(table.storage, name)]
+    folder = table.context.timeline.archived_dir
+    names = archival.archive_files(os.listdir(os.path.join(table.path, folder)))
+    entries = [e for name in names for e in archival.read_archive_file(table.storage, name, folder)]
     return names, entries
 
 
@@ -63,12 +67,15 @@ def _rows(spark, n):
 
 
 def changes_agree(table: HudiTable, hudi_spark, begin: str, end: str, archived_through: str, all_rows: bool) -> None:
-    """An incremental query from `begin`, before or inside the archived range. Hudi 0.15 and
-    1.0 (table version 6) take the commits in range from the active timeline only, its own
-    archival or ours alike: they return the rows of the active commits. Hudi 1.1 returns every
-    row changed after `begin` (`all_rows`), as we do, on a table its own writer archived; on one
-    we archived it returns the active commits' rows (not understood yet). A full table scan
-    (Hudi's fallback) returns what we return."""
+    """An incremental query from `begin`, before or inside the archived range. No Hudi version
+    opens the archive for it on table version 6. Hudi 0.15 and 1.0 filter on commit times from
+    the first active commit in range: the rows of the active commits. Hudi 1.1 reads the file
+    groups the active commits in range wrote and keeps rows committed after `begin`: on a table
+    its own writer grew (one file group per partition, topped up by every commit) that is every
+    row changed after `begin` (`all_rows`), as we return; on ours (new keys go to new file
+    groups) it is the active commits' rows, as it is on Hudi's own tables with
+    hoodie.parquet.small.file.limit=0 (measured). A full table scan (Hudi's fallback) returns
+    what we return."""
     label = f"changes ({begin}, {end}] with instants to {archived_through} archived"
     ours = table.read_changes(begin, end)
     theirs = hudi_spark.read(table.path, **changes_options(begin, end))
@@ -155,3 +162,33 @@ def test_we_continue_a_table_hudi_archived(spark, hudi_spark, tmp_path):
     hudi_spark.write(table.path, [r.asDict() for r in _rows(spark, 20).collect()], SCHEMA,
                      {**hudi_options(table, "upsert", "default"), **ARCHIVE_EARLY})
     agree(HudiTable.open(spark, table.path), hudi_spark, "Hudi's upsert after our archival")
+
+
+def test_we_continue_a_table_hudi_made_and_archived_in_its_own_folder(spark, hudi_spark, tmp_path):
+    """Hudi 1.x makes a version 6 table with hoodie.archivelog.folder=history (0.x: archived):
+    we read its archive there, and archive there too."""
+    path = str(tmp_path / "t")
+    config = SimpleNamespace(config=TableConfig("events", ["region"], ["id"], precombine_field="ts"))
+    for n in range(8):
+        hudi_spark.write(path, [r.asDict() for r in _rows(spark, n).collect()], SCHEMA,
+                         {**hudi_options(config, "upsert", "default"), **ARCHIVE_EARLY})
+    table = HudiTable.open(spark, path)
+    folder = posixpath.join(HOODIE_DIR, table.config.archive_folder)
+    assert table.context.timeline.archived_dir == folder
+    if not hudi_spark.version.startswith(("0.", "1.0.")):
+        assert folder == ".hoodie/history"
+    names, entries = _archive_entries(table)
+    assert names, f"Hudi's writer archived nothing into {folder}"
+    java_archived = max(e.timestamp for e in entries if e.state == COMPLETED and e.action == "commit")
+    assert table.context.timeline.archived().through == java_archived
+    agree(table, hudi_spark, f"a table Hudi made, archived into {folder}")
+
+    for n in range(8, 13):
+        table.upsert(_rows(spark, n))
+    table.clean(retain_commits=1)
+    assert table.archive(keep_min_commits=2, keep_max_commits=3)
+    after, _ = _archive_entries(table)
+    assert len(after) == len(names) + 1, (names, after)
+    agree(HudiTable.open(spark, path), hudi_spark, f"after our archival into {folder}")
+    shown = hudi_archived_commits(hudi_spark.version, path, tmp_path)
+    assert max(r["commit_time"] for r in shown) == HudiTable.open(spark, path).context.timeline.archived().through

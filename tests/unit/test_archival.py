@@ -12,6 +12,8 @@ from dbt.adapters.hudilite.table.commit import SPARK_SCHEMA_KEY, CommitMetadata,
 from dbt.adapters.hudilite.table.errors import ConfigurationError, CorruptTableError
 from dbt.adapters.hudilite.table.file_group import FileSystemView
 from dbt.adapters.hudilite.table.instant import COMPLETED, Instant
+from dbt.adapters.hudilite.table.layout import archived_dir
+from dbt.adapters.hudilite.table.properties import TableConfig
 
 T = [f"202611240000{i:05d}" for i in range(40)]
 
@@ -190,3 +192,21 @@ def test_commits_archived_past_our_view_are_found_in_any_archive_file():
     storage.files[".hoodie/archived/.commits_.archive.3_1-0-1"] = b"#HUDI#" + b"\x00" * 40
     with pytest.raises(CorruptTableError, match=r"\.commits_\.archive\.3_1-0-1 is unreadable"):
         archival.archived_commits(storage, sorted(storage.list_files_with_sizes(".hoodie/archived")), None)
+
+
+def test_the_archive_lives_in_the_folder_the_table_names():
+    """hoodie.archivelog.folder: Hudi 1.x makes version 6 tables with `history`; the archive is
+    written and read there, and nothing is looked for in `archived`."""
+    config = TableConfig.from_properties({"hoodie.table.name": "t", "hoodie.archivelog.folder": "history"})
+    assert config.archive_folder == "history" and config.to_properties()["hoodie.archivelog.folder"] == "history"
+    assert TableConfig.from_properties({"hoodie.table.name": "t"}).archive_folder == "archived"
+    assert archived_dir("history") == ".hoodie/history" and archived_dir("") == ".hoodie"
+
+    storage = _Storage()
+    commits = _archived_commits()
+    folder = archived_dir(config.archive_folder)
+    assert archival.write_archive(storage, commits, folder) == ".hoodie/history/.commits_.archive.1_1-0-1"
+    storage.files[".hoodie/archived/.commits_.archive.7_1-0-1"] = b"#HUDI#" + b"\x00" * 40  # not the table's
+    files = sorted(storage.list_files_with_sizes(folder))
+    found = archival.archived_commits(storage, files, None, folder)
+    assert [i.timestamp for i, _ in found] == [T[0], T[1]]

@@ -1,6 +1,7 @@
 """The seams every write path shares: row layouts, index files, the table's paths, errors,
 quoting (no Spark)."""
 
+import posixpath
 import re
 
 import pyarrow as pa
@@ -304,6 +305,10 @@ def test_a_task_makes_one_path_per_run_of_partition_values_and_joins_runs_of_one
                                       "n": [1, 1, 1]})
     with pytest.raises(errors.DataError, match="partition column 'Region' has a value that cannot be a folder name .*: a/b$"):
         list(partition_runs(Spec, INSERT_AUTO_KEYS, bad))
+    for control in ("a\x01b", "new\nline", "del\x7f"):  # no object-store key holds one: refused on every store
+        bad = pa.RecordBatch.from_pydict({ROW_INDEX: [0], PARTITION_PATH: pa.nulls(1), "Region": [control], "n": [1]})
+        with pytest.raises(errors.DataError, match="partition column 'Region' has a value that cannot be a folder name"):
+            list(partition_runs(Spec, INSERT_AUTO_KEYS, bad))
     # Paths made in Spark come with each row.
     made = pa.RecordBatch.from_pydict({ROW_INDEX: [0, 1, 2], PARTITION_PATH: ["a", "a", "b"], "Region": ["x", "y", "z"],
                                        "n": [1, 2, 3]})
@@ -341,3 +346,46 @@ def test_batches_back_to_the_jvm_are_bounded_by_bytes_as_well_as_rows():
     assert list(bounded_batches(rows.slice(0, 0))) == []
     assert [_byte_size(t) for t in ("268435456", "256m", "1g", "64MB", None, "lots")] == [
         268435456, 256 << 20, 1 << 30, 64 << 20, float("inf"), float("inf")]
+
+
+@pytest.mark.parametrize("portable", [False, True])
+def test_keyed_base_file_keeps_its_one_value_meta_columns_small(tmp_path, portable):
+    """A 100-row keyed base file (issue 33: a keyed table within 2x plain parquet): the file
+    name and partition path, one value per file, are stored uncompressed; the file name and
+    seqno carry no min/max statistics; every other column keeps its codec and statistics, and
+    Hudi's bloom footer stays readable."""
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.hudilite.table.bloom import DynamicBloomFilter
+    from dbt.adapters.hudilite.table.storage import Storage
+    from dbt.adapters.hudilite.table.writer import WriteSpec, _OpenBaseFile
+
+    instant, n = "20261126100000000", 100
+    spec = WriteSpec(base_path=str(tmp_path), instant=instant, partitioned=True, partition_depth=1, auto_keys=False,
+                     bloom_footers=True, portable_encoding=portable)
+    storage = Storage(str(tmp_path))
+    storage.make_dirs(".hoodie/.temp")
+    fields = [pa.field("id", pa.int64()), pa.field("p", pa.int64()), pa.field("name", pa.string())]
+    ids = [7 + 1000 * i for i in range(n)]
+    out = _OpenBaseFile(spec, storage, "0-1-0", "p=7", fields)
+    out.add(pa.array([instant] * n), pa.array([f"{instant}_0_{i}" for i in range(n)]), pa.array([str(i) for i in ids]),
+            pa.array(["p=7"] * n), [pa.array(ids), pa.array([7] * n), pa.array([f"customer-{i % 5000}" for i in ids])], n)
+    stat = out.close()
+    parquet = pq.ParquetFile(str(tmp_path / stat["path"]))
+    group = parquet.metadata.row_group(0)
+    chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    codec = "SNAPPY" if portable else "ZSTD"
+    assert {name: chunk.compression for name, chunk in chunks.items()} == {
+        "_hoodie_commit_time": codec, "_hoodie_commit_seqno": codec, "_hoodie_record_key": codec,
+        "_hoodie_partition_path": "UNCOMPRESSED", "_hoodie_file_name": "UNCOMPRESSED", "id": codec, "p": codec, "name": codec}
+    assert {name for name, chunk in chunks.items() if chunk.is_stats_set} == {
+        "_hoodie_commit_time", "_hoodie_record_key", "_hoodie_partition_path", "id", "p", "name"}
+    rows = parquet.read()
+    assert rows.column("_hoodie_file_name").to_pylist() == [posixpath.basename(stat["path"])] * n
+    assert rows.column("_hoodie_partition_path").to_pylist() == ["p=7"] * n
+    assert rows.column("_hoodie_commit_seqno").to_pylist()[-1] == f"{instant}_0_99"
+    footer = parquet.metadata.metadata
+    bloom = DynamicBloomFilter.deserialize(footer[b"org.apache.hudi.bloomfilter"].decode())
+    assert all(bloom.might_contain(str(i)) for i in ids)
+    keys = sorted(str(i).encode() for i in ids)
+    assert (footer[b"hoodie_min_record_key"], footer[b"hoodie_max_record_key"]) == (keys[0], keys[-1])

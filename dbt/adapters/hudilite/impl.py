@@ -54,6 +54,7 @@ class HudiliteConfig(SparkConfig):
     small_write_bytes: Optional[int] = None
     parquet_encoding: Optional[str] = None
     drop_metadata_table: Optional[bool] = None
+    populate_meta_fields: Optional[bool] = None
 
 
 class HudiliteAdapter(SparkAdapter):
@@ -271,7 +272,8 @@ class HudiliteAdapter(SparkAdapter):
         # nothing: it is built as new, in place when its layout fits.
         built = table is not None and table.context.timeline.latest_completed() is not None
         state = m.TableState(table.config.partition_fields, table.config.record_key_fields,
-                             _columns(table.schema()), table.config.parquet_encoding) if built else None
+                             _columns(table.schema()), table.config.parquet_encoding,
+                             table.config.virtual_keys) if built else None
         try:
             plan = m.plan_build(config, _columns(df.schema), state, full_refresh)
         except m.ModelConfigError as err:
@@ -293,7 +295,8 @@ class HudiliteAdapter(SparkAdapter):
                 table = HudiTable.create(catalog.spark, path, name,
                                          partition_by=plan.partition_by, record_key=plan.record_key,
                                          precombine=plan.precombine_field, database=schema, schema=df.schema,
-                                         parquet_encoding=plan.parquet_encoding or PARQUET_ENCODINGS[0])
+                                         parquet_encoding=plan.parquet_encoding or PARQUET_ENCODINGS[0],
+                                         virtual_keys=plan.populate_meta_fields is False)
             except Exception as err:  # nothing of ours to clean up: the table is not created
                 raise _dbt_error(config, err) from None
         table.checkpoints = self._checkpoints.pop((schema, name), {})
@@ -546,7 +549,8 @@ def _seed_text(value: Any) -> Optional[str]:
 def _layout_fits(table: HudiTable, plan: m.BuildPlan) -> bool:
     config = table.config
     return (config.partition_fields, config.record_key_fields, config.precombine_field) == (
-        plan.partition_by, plan.record_key, plan.precombine_field) and plan.parquet_encoding in (None, config.parquet_encoding)
+        plan.partition_by, plan.record_key, plan.precombine_field) and plan.parquet_encoding in (None, config.parquet_encoding) \
+        and plan.populate_meta_fields in (None, not config.virtual_keys)
 
 
 def _with_retries(retries: int, write):

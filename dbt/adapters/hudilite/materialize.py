@@ -74,6 +74,8 @@ class ModelConfig:
     write_retries: int = 0  # a write that conflicts with a concurrent one is run again this many times
     parquet_encoding: Optional[str] = None  # compact or portable (older Parquet readers); None: the table's
     drop_metadata_table: bool = False  # remove Hudi's metadata table of a table Java wrote (`metadata_table`)
+    # Hudi's hoodie.populate.meta.fields: False makes a table with virtual keys; None: the table's, or true
+    populate_meta_fields: Optional[bool] = None
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -104,6 +106,8 @@ class ModelConfig:
             write_retries=int(config.get("write_retries") or 0),
             parquet_encoding=(config.get("parquet_encoding") or "").lower() or None,
             drop_metadata_table=_flag(config, "drop_metadata_table", name),
+            populate_meta_fields=None if config.get("populate_meta_fields") in (None, "")
+            else _flag(config, "populate_meta_fields", name),
         )
 
     def fail(self, message: str) -> ModelConfigError:
@@ -197,6 +201,10 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
         raise config.fail("write_retries must be 0 or more")
     if config.parquet_encoding is not None and config.parquet_encoding not in PARQUET_ENCODINGS:
         raise config.fail(f"unknown parquet_encoding '{config.parquet_encoding}' (one of {', '.join(PARQUET_ENCODINGS)})")
+    if config.populate_meta_fields is False and not record_key(config):
+        raise config.fail("populate_meta_fields=false (virtual keys) needs a record key: a unique_key with "
+                          "incremental_strategy 'merge' (or a snapshot); without one the keys are generated and "
+                          "stored only in the meta fields")
     known = {c.lower() for c in columns if c.lower() != DELETE_FLAG}
     for setting, names in (("partition_by", config.partition_by), ("unique_key", config.unique_key),
                            ("precombine_field", [config.precombine_field] if config.precombine_field else [])):
@@ -248,11 +256,12 @@ def record_key(config: ModelConfig) -> List[str]:
 
 
 def table_layout_changed(config: ModelConfig, partition_fields: List[str], record_key_fields: List[str],
-                         parquet_encoding: str = PARQUET_ENCODINGS[0]) -> bool:
-    """A table's partitioning, record key and file encoding are fixed when it is created."""
+                         parquet_encoding: str = PARQUET_ENCODINGS[0], virtual_keys: bool = False) -> bool:
+    """A table's partitioning, record key, file encoding and meta fields are fixed when it is created."""
     lower = lambda names: [n.lower() for n in names]  # noqa: E731
     return (lower(config.partition_by) != lower(partition_fields) or lower(record_key(config)) != lower(record_key_fields)
-            or config.parquet_encoding not in (None, parquet_encoding))
+            or config.parquet_encoding not in (None, parquet_encoding)
+            or config.populate_meta_fields not in (None, not virtual_keys))
 
 
 @dataclass
@@ -335,6 +344,7 @@ class TableState:
     record_key_fields: List[str]
     columns: List[Tuple[str, str]]  # (name, Spark type), meta columns excluded
     parquet_encoding: str = PARQUET_ENCODINGS[0]
+    virtual_keys: bool = False  # hoodie.populate.meta.fields=false
 
 
 @dataclass
@@ -348,6 +358,7 @@ class BuildPlan:
     services: TableServices
     file_sizing: FileSizing
     parquet_encoding: Optional[str] = None  # None: the table's, or compact for a new one
+    populate_meta_fields: Optional[bool] = None  # None: the table's, or true for a new one
     write_retries: int = 0  # runs of the write again after a conflict with a concurrent writer
     recreate: bool = False  # drop the existing table first: its layout changed on a rebuild
     schema: Optional[SchemaPlan] = None  # incremental writes: how the rows are shaped
@@ -363,13 +374,16 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
     validate(config, [n for n, _ in columns])
     recreate = False
     if table is not None and table_layout_changed(config, table.partition_fields, table.record_key_fields,
-                                                  table.parquet_encoding):
+                                                  table.parquet_encoding, table.virtual_keys):
         if config.materialized == "snapshot":
             raise config.fail(f"the table is not keyed by {config.unique_key[0]} (record key "
                               f"{table.record_key_fields}); it was not built as a snapshot: drop it or choose another target")
         if config.materialized == "incremental" and not full_refresh:
             if config.parquet_encoding not in (None, table.parquet_encoding):
                 what = f"parquet_encoding ({config.parquet_encoding}) differs from the table's ({table.parquet_encoding})"
+            elif config.populate_meta_fields not in (None, not table.virtual_keys):
+                what = (f"populate_meta_fields ({str(config.populate_meta_fields).lower()}) differs from the table's "
+                        f"(hoodie.populate.meta.fields={str(not table.virtual_keys).lower()})")
             else:
                 what = (f"partition_by/record key ({config.partition_by}/{record_key(config)}) differ from the table's "
                         f"({table.partition_fields}/{table.record_key_fields})")
@@ -385,7 +399,7 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
     plan = BuildPlan(operation=operation, partition_by=list(config.partition_by), record_key=record_key(config),
                      precombine_field=config.precombine_field, services=config.services,
                      file_sizing=config.file_sizing,
-                     parquet_encoding=config.parquet_encoding,
+                     parquet_encoding=config.parquet_encoding, populate_meta_fields=config.populate_meta_fields,
                      write_retries=0 if operation == CREATE else config.write_retries, recreate=recreate)
     if operation in (INSERT, OVERWRITE_PARTITIONS, UPSERT, DELETE_INSERT):
         model_columns = [(n, t) for n, t in columns if n.lower() != DELETE_FLAG]

@@ -178,10 +178,11 @@ def archive_body(commits: List[Tuple[Instant, str]]) -> bytes:
     return log_format.encode_log([log_format.avro_data_block(ARCHIVED_META_ENTRY, archive_entries(commits))])
 
 
-def write_archive(storage, commits: List[Tuple[Instant, str]]) -> str:
+def write_archive(storage, commits: List[Tuple[Instant, str]], folder: str = ARCHIVED_DIR) -> str:
     """Write `commits` (completed instants with their completed file's text) to the next
-    archive log file, whole or not at all (atomic rename); under the table lock. Returns its path."""
-    path = posixpath.join(ARCHIVED_DIR, next_archive_name(storage.list_names(ARCHIVED_DIR)))
+    archive log file in `folder` (the table's `layout.archived_dir`), whole or not at all
+    (atomic rename); under the table lock. Returns its path."""
+    path = posixpath.join(folder, next_archive_name(storage.list_names(folder)))
     storage.write_atomic(path, archive_body(commits), TMP_DIR)
     return path
 
@@ -236,9 +237,9 @@ def is_archive_file(name: str) -> bool:
     return archive_version(name) is not None or bool(_LEGACY_ARCHIVE.match(name))
 
 
-def read_archive_file(storage, name: str) -> List[ArchivedInstant]:
-    """One archive file under `.hoodie/archived/`, of either kind; unreadable: CorruptTableError."""
-    path = posixpath.join(ARCHIVED_DIR, name)
+def read_archive_file(storage, name: str, folder: str = ARCHIVED_DIR) -> List[ArchivedInstant]:
+    """One archive file in `folder`, of either kind; unreadable: CorruptTableError."""
+    path = posixpath.join(folder, name)
     try:
         if _LEGACY_ARCHIVE.match(name):
             return read_legacy_archive(storage.read_text(path))
@@ -259,11 +260,11 @@ _READ: "OrderedDict[Tuple[str, str, int], List[ArchivedInstant]]" = OrderedDict(
 _READ_MAX = 256
 
 
-def _archived_instants(storage, name: str, size: int) -> List[ArchivedInstant]:
-    key = (storage.base_path, name, size)
+def _archived_instants(storage, folder: str, name: str, size: int) -> List[ArchivedInstant]:
+    key = (storage.base_path, posixpath.join(folder, name), size)
     entries = _READ.get(key)
     if entries is None:
-        entries = _READ[key] = read_archive_file(storage, name)
+        entries = _READ[key] = read_archive_file(storage, name, folder)
         while len(_READ) > _READ_MAX:
             _READ.popitem(last=False)
     else:
@@ -271,12 +272,13 @@ def _archived_instants(storage, name: str, size: int) -> List[ArchivedInstant]:
     return entries
 
 
-def archived_commits(storage, files: List[Tuple[str, int]], after: Optional[str]) -> List[Tuple[Instant, CommitMetadata]]:
+def archived_commits(storage, files: List[Tuple[str, int]], after: Optional[str],
+                     folder: str = ARCHIVED_DIR) -> List[Tuple[Instant, CommitMetadata]]:
     """The completed commits and replacecommits in Hudi's archive files (name, size) newer
     than `after`, oldest first: what Java's writer archived since our archived view was made."""
     found: Dict[str, Tuple[Instant, CommitMetadata]] = {}
     for name, size in files:
-        for entry in _archived_instants(storage, name, size):
+        for entry in _archived_instants(storage, folder, name, size):
             if entry.state != COMPLETED or entry.action not in ACTIONS or (after is not None and entry.timestamp <= after):
                 continue
             found[entry.timestamp] = (Instant(entry.timestamp, entry.action, COMPLETED), entry.commit_metadata())

@@ -28,14 +28,14 @@ from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
 from .instant import CLEAN, RESTORE, Instant
 from .key_ranges import KeyRangeIndex
-from .keygen import (SIMPLE, TIMESTAMP, KeyGenerator, PartitionFormat, TimestampPartition, formats_in_task,
-                     partition_grouping, partition_path, record_key, task_row_index)
-from .layout import CLEAN_STATE
+from .keygen import (ARROW_KEY_TYPES, SIMPLE, TIMESTAMP, KeyGenerator, PartitionFormat, TimestampPartition,
+                     VirtualKeys, formats_in_task, partition_grouping, partition_path, record_key, task_row_index)
+from .layout import CLEAN_STATE, archived_dir
 from .lock import TableLock
-from .reader import read_base_files, read_data_files
+from .reader import literal_path, read_base_files, read_data_files
 from .record_index import RecordIndex, Sharding, entry_key_of
 from .rows import ROW_INDEX, insert_layout
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json, with_meta_columns
 from .storage import Storage
 from .timeline import Timeline
 from .transaction import WriteTransaction, open_claims
@@ -66,13 +66,20 @@ def _shards(index_state: Optional[dict]) -> Optional[tuple]:
     return tuple(index_state.get(k) for k in Sharding.STATE_KEYS) + (entry_key_of(index_state),)
 
 
+def _file_instant() -> Column:
+    """The instant that wrote a row's base file (`<fileId>_<token>_<instant>.parquet`)."""
+    return F.regexp_extract(F.col("_metadata.file_name"), r"_(\d+)\.parquet$", 1)
+
+
 class TableContext:
     def __init__(self, spark: SparkSession, storage: Storage, config: props.TableConfig):
         self.spark = spark
         self.storage = storage
         self.config = config
-        self.timeline = Timeline(storage)
+        self.timeline = Timeline(storage, archived_dir(config.archive_folder))
         self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
+        if config.virtual_keys:  # the keys of files a write made come from their key fields
+            self.index.read_written = self.read_written_files
         self.write_options: Dict[str, object] = {}  # extra WriteSpec fields (file sizes, test hooks)
         self.file_sizing = FileSizing()  # small-file handling of inserts
         # Per upstream table whose changes the next write consumed: (the checkpoint it read
@@ -116,24 +123,40 @@ class TableContext:
             raise self.error("it has no rows yet")
         return current
 
-    def read_files(self, files: List[BaseFile], as_of: Optional[str] = None) -> DataFrame:
+    def read_files(self, files: List[BaseFile], as_of: Optional[str] = None, file_instants: bool = False) -> DataFrame:
+        """`file_instants`: on a table with virtual keys, each row's commit time is its file's
+        instant (for a rewrite, which tells stored rows from changed ones by having one); else
+        null, as stored."""
         data_schema = self.schema(as_of) or T.StructType([])
         if self.config.virtual_keys and files:
+            instant = _file_instant() if file_instants else None
             return self._with_virtual_meta_columns(read_data_files(self.spark, self.storage, files, data_schema),
-                                                   data_schema)
+                                                   data_schema, instant)
         return read_base_files(self.spark, self.storage, files, data_schema)
 
-    def _with_virtual_meta_columns(self, data: DataFrame, data_schema: T.StructType) -> DataFrame:
+    def read_written_files(self, files: List[BaseFile]) -> DataFrame:
+        """Virtual keys: the meta columns of files this write made (`TableIndex.written_rows`),
+        their schema read from the files (it may hold columns no commit has yet), each row's
+        commit time the instant that wrote its file (new rows only: inserts top up no small
+        file on such a table)."""
+        if not files:
+            return self.spark.createDataFrame([], with_meta_columns(T.StructType([])))
+        data = self.spark.read.parquet(*[literal_path(self.storage.uri(f.path)) for f in files])
+        data_schema = T.StructType([f for f in data.schema.fields if f.name not in META_COLUMNS])
+        return self._with_virtual_meta_columns(data, data_schema, _file_instant())
+
+    def _with_virtual_meta_columns(self, data: DataFrame, data_schema: T.StructType,
+                                   commit_time: Optional[Column] = None) -> DataFrame:
         """Meta columns of a table whose files hold none (virtual keys): the key and partition
         path as its key generator makes them from their fields, the file name from the file. A
-        row's commit time and sequence number are not stored anywhere: null."""
+        row's commit time and sequence number are not stored anywhere: null (or `commit_time`)."""
         unknown = F.lit(None).cast("string")
         try:
-            key, partition = self.key_column(data_schema), self.partition_column(data_schema)
+            key, partition = self.key_column(data_schema, refuse=False), self.partition_column(data_schema)
         except (HudiliteError, KeyError):  # a key generator we make no keys for, or fields not in the files
             key = partition = unknown
         meta = {
-            COMMIT_TIME: unknown,
+            COMMIT_TIME: unknown if commit_time is None else commit_time,
             COMMIT_SEQNO: unknown,
             RECORD_KEY: key,
             PARTITION_PATH: partition,
@@ -243,6 +266,9 @@ class TableContext:
         keep (see `properties`), or whose keys we cannot make."""
         if self.config.not_writable:
             raise self.error(f"hudilite cannot write it: {self.config.not_writable}")
+        if self.config.virtual_keys and self.config.auto_keys:
+            raise self.error("hudilite cannot write it: its rows carry no meta fields (hoodie.populate.meta.fields="
+                             "false, virtual keys) and it has no record key fields, so its keys are stored nowhere")
         restore = self.pending_restore()
         if restore is not None:
             target = self.timeline.service_metadata(restore)["savepointToRestoreTimestamp"]
@@ -290,9 +316,15 @@ class TableContext:
     def keys_in(self, paths: List[str]) -> Set[str]:
         """The record keys stored in base files (driver side: for conflict checks)."""
         keys: Set[str] = set()
+        virtual = self.virtual_keys()
         for path in paths:
             with self.storage.open_input(path) as source:
-                keys.update(pq.read_table(source, columns=[RECORD_KEY]).column(0).to_pylist())
+                if virtual is not None:
+                    parquet = pq.ParquetFile(source)
+                    names = {n.lower(): n for n in parquet.schema_arrow.names}
+                    keys.update(virtual.keys(parquet.read(columns=[names[f.lower()] for f in virtual.fields])).to_pylist())
+                else:
+                    keys.update(pq.read_table(source, columns=[RECORD_KEY]).column(0).to_pylist())
         return keys
 
     @contextlib.contextmanager
@@ -389,13 +421,30 @@ class TableContext:
             data.append(col.alias(field.name))
         return df.select(*data, *extra)
 
-    def key_column(self, data_schema: T.StructType) -> Column:
+    def key_column(self, data_schema: T.StructType, refuse: bool = True) -> Column:
         """The record key of typed rows (`typed`), in the table's key format. Values that would
-        make an ambiguous key are refused, but in a table with virtual keys: hudilite only reads
-        those, and its keys are what Hudi made of its rows."""
+        make an ambiguous key are refused (`refuse`), but in reads of stored rows of a table with
+        virtual keys: their keys are what Hudi made of its rows. On such a table the key fields
+        must be of types whose keys write tasks make again from stored rows (`VirtualKeys`)."""
         columns = resolve_columns(self.config.record_key_fields, data_schema)
-        return record_key(columns, self.name, self.field_prefixed_keys(), [data_schema[c].dataType for c in columns],
-                          refuse_ambiguous=not self.config.virtual_keys)
+        types = [data_schema[c].dataType for c in columns]
+        if refuse and self.config.virtual_keys:
+            for name, kind in zip(columns, types):
+                if not isinstance(kind, ARROW_KEY_TYPES):
+                    raise self.error(
+                        f"record key column '{name}' is {kind.simpleString()}; with virtual keys (hoodie.populate.meta."
+                        "fields=false) hudilite makes keys of string, integer, date and boolean columns")
+        return record_key(columns, self.name, self.field_prefixed_keys(), types, refuse_ambiguous=refuse)
+
+    def virtual_keys(self) -> Optional[VirtualKeys]:
+        """How write tasks make stored rows' keys on a table with virtual keys; None otherwise."""
+        if not self.config.virtual_keys:
+            return None
+        schema = self.committed_schema()
+        fields = self.config.record_key_fields
+        if schema is not None and all(f.lower() in {n.lower() for n in schema.names} for f in fields):
+            fields = resolve_columns(fields, schema)
+        return VirtualKeys(tuple(fields), self.field_prefixed_keys())
 
     def field_prefixed_keys(self) -> bool:
         """Whether keys read `field:value` (see `keygen`), as the declared key generator writes
@@ -556,7 +605,10 @@ class TableContext:
             portable_encoding=self.config.parquet_encoding == props.PORTABLE,
             partition_format=PartitionFormat(tuple(self.config.partition_fields), self.config.hive_style_partitioning,
                                              self.name) if self.config.partition_fields else None,
-            bloom_footers=not self.config.auto_keys,  # what Java's BLOOM index reads; no index looks up auto keys
+            # What Java's BLOOM index reads; no index looks up auto keys, and Hudi's writer puts none
+            # in the files of a table with virtual keys.
+            bloom_footers=not self.config.auto_keys and not self.config.virtual_keys,
+            virtual_keys=self.virtual_keys(),
         )
         return WriteSpec(**{**fields, **self.write_options, **extra})
 

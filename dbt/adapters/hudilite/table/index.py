@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import List, Optional, Set
+from typing import Callable, List, Optional, Set
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -54,6 +54,9 @@ class TableIndex(ABC):
         self.spark = spark
         self.storage = storage
         self.files = IndexFiles(storage, self.ROOT, guard)
+        # How the meta columns of written files are read, when their files do not hold them
+        # (virtual keys: `TableContext.read_written_files`); None: read from the files.
+        self.read_written: Optional[Callable[[List[BaseFile]], DataFrame]] = None
 
     def state(self) -> Optional[dict]:
         """The index's state file; None until it is built."""
@@ -95,6 +98,8 @@ class TableIndex(ABC):
     def written_rows(self, stats: List[WriteStat]) -> DataFrame:
         """The meta columns of the files a commit wrote, read back."""
         files = [BaseFile(s.partitionPath, s.fileId, "", s.path, s.numWrites, s.fileSizeInBytes) for s in stats]
+        if self.read_written is not None:
+            return self.read_written(files)
         return read_base_files(self.spark, self.storage, files, T.StructType([]))
 
     def as_indexed(self, located: DataFrame) -> DataFrame:

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .errors import DataError
-from .schema import quote
+from .schema import COMMIT_TIME, META_COLUMNS, RECORD_KEY, quote
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 NULL_KEY_PART = "__null__"
@@ -100,6 +100,53 @@ def record_key(fields: Sequence[str], table: str, field_prefixed: bool,
     ).when(ambiguous.isNotNull(), F.raise_error(ambiguous)).otherwise(F.concat_ws(",", *parts))
 
 
+# Key column types whose text Arrow's cast makes as Spark's `cast(string)` does: the record keys
+# of a table with virtual keys are made again from stored rows in write tasks (`stored_keys`).
+ARROW_KEY_TYPES = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DateType, T.BooleanType)
+
+
+def stored_keys(columns: Sequence[Tuple[str, pa.Array]], field_prefixed: bool) -> pa.Array:
+    """`record_key` of stored rows in Arrow ((name, values) of the key fields, named as the
+    table schema spells them), for a table whose files hold no `_hoodie_record_key` (virtual
+    keys). The rows were checked when they were written: nothing is refused here (a one-field
+    key's null stays null)."""
+    if len(columns) == 1 and not field_prefixed:
+        return columns[0][1].cast(pa.string())
+    parts = []
+    for name, values in columns:
+        text = values.cast(pa.string())
+        text = pc.if_else(pc.equal(text, ""), pa.scalar(EMPTY_KEY_PART), text)
+        parts.append(pc.binary_join_element_wise(f"{name}:", pc.fill_null(text, NULL_KEY_PART), ""))
+    return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, ",")
+
+
+@dataclass(frozen=True)
+class VirtualKeys:
+    """A table with virtual keys (`hoodie.populate.meta.fields=false`): Hudi's writer leaves the
+    meta columns of its files null but `_hoodie_file_name`, and so does hudilite's. Write tasks
+    that read stored rows make their record keys again from the key `fields` (as the table
+    schema spells them)."""
+
+    fields: Tuple[str, ...]
+    field_prefixed: bool
+
+    def keys(self, stored: pa.Table) -> pa.Array:
+        by_lower = {n.lower(): n for n in stored.column_names}
+        return stored_keys([(f, stored.column(by_lower[f.lower()]).combine_chunks()) for f in self.fields],
+                           self.field_prefixed)
+
+    def fill(self, stored: pa.Table, commit_time: str) -> pa.Table:
+        """Stored rows as the writers' merge takes them: the five meta columns first, the record
+        key made again and `commit_time` (their slice's instant: an unchanged row is told from a
+        changed one by having one), then the data columns."""
+        n = stored.num_rows
+        made = {RECORD_KEY: self.keys(stored), COMMIT_TIME: pa.repeat(pa.scalar(commit_time, pa.string()), n)}
+        meta = [made.get(c, stored.column(c) if c in stored.column_names else pa.nulls(n, pa.string()))
+                for c in META_COLUMNS]
+        data = [c for c in stored.column_names if c not in META_COLUMNS]
+        return pa.table(meta + [stored.column(c) for c in data], names=list(META_COLUMNS) + data)
+
+
 # Types whose text holds no ',' and never equals a placeholder: their values need no check.
 _PLAIN_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
                T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType)
@@ -160,8 +207,10 @@ def partition_path(fields: Sequence[str], hive_style: bool, table: str,
                            ).otherwise(value)
         value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
         # A folder name Hadoop and Hudi readers can list: no '/' (a sub-folder), no ':' (read as
-        # a URI scheme), not '.' or '..' (a value of a plain-style partition would leave the table).
-        unusable = value.contains("/") | value.contains(":") | value.isin(".", "..")
+        # a URI scheme), not '.' or '..' (a value of a plain-style partition would leave the table),
+        # no control character (an object store's key cannot hold one: refused on every store alike).
+        unusable = (value.contains("/") | value.contains(":") | value.isin(".", "..")
+                    | value.rlike(CONTROL_CHARACTERS))
         value = F.when(
             unusable,
             F.raise_error(F.concat(F.lit(str(_unusable_folder_name(table, name, ""))), value)),
@@ -174,9 +223,12 @@ def _date_outside(table: str, name: str) -> str:
     return f"table {table}: partition column '{name}' has a date outside {_FIRST_DATE} to {_LAST_DATE}"
 
 
+CONTROL_CHARACTERS = "[\\x00-\\x1f\\x7f]"  # a regular expression for Java's and for RE2 (Arrow)
+
+
 def _unusable_folder_name(table: str, name: str, value: str) -> DataError:
     return DataError(f"table {table}: partition column '{name}' has a value that cannot be a folder name ('/' or ':' "
-                     f"in it, or '.' or '..'): {value}")
+                     f"in it, or '.' or '..', or a control character): {value}")
 
 
 # Partition column types whose paths a write task makes from Arrow values as Spark's
@@ -235,7 +287,8 @@ class PartitionFormat:
         text = values.cast(pa.string())
         text = pc.if_else(pc.fill_null(pc.equal(text, ""), True), pa.scalar(DEFAULT_PARTITION), text)
         unusable = pc.or_(pc.or_(pc.match_substring(text, "/"), pc.match_substring(text, ":")),
-                          pc.is_in(text, value_set=pa.array([".", ".."])))
+                          pc.or_(pc.is_in(text, value_set=pa.array([".", ".."])),
+                                 pc.match_substring_regex(text, CONTROL_CHARACTERS)))
         if pc.any(unusable).as_py():
             raise _unusable_folder_name(self.table, name, text.filter(unusable)[0].as_py())
         return text

@@ -15,8 +15,16 @@ from typing import Optional, Tuple
 HOODIE_DIR = ".hoodie"
 PROPERTIES_FILE = HOODIE_DIR + "/hoodie.properties"
 PARTITION_METADATA = ".hoodie_partition_metadata"
-ARCHIVED_DIR = HOODIE_DIR + "/archived"  # Hudi's archived timeline (see `archival`)
+ARCHIVED_DIR = HOODIE_DIR + "/archived"  # Hudi's archived timeline (see `archival`), by default
 METADATA_TABLE_DIR = HOODIE_DIR + "/metadata"  # Hudi's metadata table (see `metadata_table`)
+
+
+
+def archived_dir(folder: str) -> str:
+    """Where the table's archived timeline lives: `.hoodie/<hoodie.archivelog.folder>` (`archived`
+    by default; Hudi 1.x makes version 6 tables with `history`; empty: `.hoodie` itself)."""
+    return posixpath.join(HOODIE_DIR, folder) if folder else HOODIE_DIR
+
 
 PRIVATE_DIR = HOODIE_DIR + "/.hudilite"
 TMP_DIR = PRIVATE_DIR + "/tmp"

@@ -134,12 +134,17 @@ class TableConfig:
     virtual_keys: bool = False  # hoodie.populate.meta.fields=false: files hold no meta columns
     keygen_settings: Dict[str, str] = field(default_factory=dict)  # hoodie.keygen.* (timestamp partition paths)
     partition_types: Optional[List[str]] = None  # CustomKeyGenerator: SIMPLE/TIMESTAMP per partition field
+    archive_folder: str = "archived"  # hoodie.archivelog.folder, under .hoodie
 
     def check_new(self) -> None:
         """Settings a new table is created with."""
         if self.parquet_encoding not in PARQUET_ENCODINGS:
             raise ConfigurationError(f"table {self.name}: parquet_encoding '{self.parquet_encoding}' is not one of "
                                      f"{', '.join(PARQUET_ENCODINGS)}")
+        if self.virtual_keys and self.auto_keys:
+            raise ConfigurationError(f"table {self.name}: virtual keys (hoodie.populate.meta.fields=false) need a record "
+                                     "key: auto-generated keys exist only in _hoodie_record_key, which such a table "
+                                     "leaves empty")
 
     @property
     def auto_keys(self) -> bool:
@@ -165,12 +170,12 @@ class TableConfig:
             "hoodie.table.base.file.format": "PARQUET",
             "hoodie.table.keygenerator.class": self.keygen_class,
             "hoodie.table.partition.fields": ",".join(self.partition_fields),
-            "hoodie.populate.meta.fields": "true",
+            "hoodie.populate.meta.fields": str(not self.virtual_keys).lower(),
             "hoodie.datasource.write.hive_style_partitioning": str(self.hive_style_partitioning).lower(),
             "hoodie.datasource.write.partitionpath.urlencode": "false",
             "hoodie.datasource.write.drop.partition.columns": "false",
             "hoodie.table.timeline.timezone": "UTC",
-            "hoodie.archivelog.folder": "archived",
+            "hoodie.archivelog.folder": self.archive_folder,
             "hoodie.table.checksum": str(table_checksum(self.database, self.name)),
             PARQUET_ENCODING_KEY: self.parquet_encoding,
         }
@@ -220,6 +225,7 @@ class TableConfig:
             virtual_keys=props.get("hoodie.populate.meta.fields", "true").lower() == "false",
             keygen_settings={k: v for k, v in props.items() if k.startswith(KEYGEN_SETTINGS_PREFIX)},
             partition_types=fields(PARTITION_TYPES_KEY) or None,
+            archive_folder=props.get("hoodie.archivelog.folder", "archived").strip("/"),
         )
 
 
@@ -233,9 +239,6 @@ def _not_writable(props: Dict[str, str]) -> Optional[str]:
                 "Java readers would miss its commits. Set drop_metadata_table=true on the model (in the core: "
                 "HudiTable.drop_metadata_table()) to remove it as Hudi's own writer does with "
                 "hoodie.metadata.enable=false; Java writers of the table then need that setting too")
-    if props.get("hoodie.populate.meta.fields", "true").lower() == "false":
-        return ("its rows carry no meta fields (hoodie.populate.meta.fields=false, virtual keys); hudilite reads such a "
-                "table but writes only tables with meta fields")
     if props.get("hoodie.datasource.write.partitionpath.urlencode", "false").lower() == "true":
         return ("its partition paths are URL-encoded (hoodie.datasource.write.partitionpath.urlencode=true); hudilite "
                 "writes plain partition paths")

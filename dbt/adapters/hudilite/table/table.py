@@ -41,7 +41,7 @@ from .file_group import BaseFile
 from .file_sizing import FileSizing
 from .index import TableIndex
 from .instant import Instant
-from .layout import ARCHIVED_DIR, EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
+from .layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
 from .reader import changed_rows
 from .schema import data_columns, to_avro, with_meta_columns
 from .storage import Storage
@@ -72,10 +72,13 @@ class HudiTable:
     def create(cls, spark: SparkSession, path: str, name: str, partition_by: Fields = None,
                record_key: Fields = None, precombine: Optional[str] = None,
                database: str = "default", schema: Optional[T.StructType] = None,
-               parquet_encoding: str = props.COMPACT) -> "HudiTable":
+               parquet_encoding: str = props.COMPACT, virtual_keys: bool = False) -> "HudiTable":
         """A new, empty table. `schema` (the rows it will hold) is recorded as Hudi's
         `hoodie.table.create.schema`, which Java readers resolve the schema of a table without
-        commits from; `parquet_encoding` is `compact` or `portable` (properties.PARQUET_ENCODINGS)."""
+        commits from; `parquet_encoding` is `compact` or `portable` (properties.PARQUET_ENCODINGS).
+        `virtual_keys`: Hudi's `hoodie.populate.meta.fields=false`, the meta columns of its files
+        left empty (null) but for `_hoodie_file_name`; keys come from the record key fields, and
+        changes reads are refused (no commit time is stored per row). It needs a record key."""
         check_python_workers(spark)
         storage = Storage(path)
         if storage.exists(PROPERTIES_FILE):
@@ -95,7 +98,7 @@ class HudiTable:
         config = props.TableConfig(
             name=name, partition_fields=_field_list(partition_by), record_key_fields=_field_list(record_key),
             precombine_field=precombine, database=database, parquet_encoding=parquet_encoding,
-            create_schema=None if schema is None else to_avro(data_columns(schema), name),
+            virtual_keys=virtual_keys, create_schema=None if schema is None else to_avro(data_columns(schema), name),
         )
         config.check_new()
         try:
@@ -114,9 +117,10 @@ class HudiTable:
         try:  # Java's writer may have archived part of the timeline: its archive must be readable
             table.context.timeline.archived()
         except CorruptTableError as err:
-            archived = java_archive_files(storage.list_names(ARCHIVED_DIR))
+            folder = table.context.timeline.archived_dir
+            archived = java_archive_files(storage.list_names(folder))
             raise ConfigurationError(
-                f"table {config.name}: the archived timeline ({ARCHIVED_DIR}, {len(archived)} Hudi archive file(s)) "
+                f"table {config.name}: the archived timeline ({folder}, {len(archived)} Hudi archive file(s)) "
                 f"cannot be read, and the file groups its commits wrote would be missing from hudilite's view of "
                 f"the table: {err}") from None
         return table

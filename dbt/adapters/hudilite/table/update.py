@@ -228,7 +228,7 @@ def rewrite_matching(ctx: TableContext, mark: Marker, operation: str, data_schem
         current = {g.file_id: g for g in view.live_groups()}
 
         def stored(groups) -> DataFrame:
-            return stored_rows(ctx.read_files([current[f].latest for f in groups]), alias)
+            return stored_rows(ctx.read_files([current[f].latest for f in groups], file_instants=True), alias)
 
         if candidates is not None:
             scanned = sorted(ctx.index.holders(candidates, ctx.timeline.completed(), view))

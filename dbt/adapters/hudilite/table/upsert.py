@@ -48,6 +48,7 @@ from .file_group import FileGroup
 from .index import IndexChange
 from .index_files import DELTA
 from .instant import COMMIT
+from .keygen import VirtualKeys
 from .layout import staged_dir, staged_path
 from .placement import pack
 from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, live_holders, write_shards
@@ -432,9 +433,13 @@ def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precom
                 # A slice of several pieces: its keys read first, for one hashing of the batch's keys.
                 rows = piece_rows(parquet)
                 several = parquet.metadata.num_rows > rows
-                stored_keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks() if several else None
-                pieces = merge_pieces(stored_pieces(parquet, rows), parquet.schema_arrow.empty_table(), incoming,
-                                      partition, data_names, precombine, update_columns, counts, stored_keys)
+                stored_keys = _stored_keys(parquet, spec.virtual_keys) if several else None
+                pieces, empty = stored_pieces(parquet, rows), parquet.schema_arrow.empty_table()
+                if spec.virtual_keys is not None:  # the stored rows' keys made again, their slice's commit time
+                    fill = functools.partial(spec.virtual_keys.fill, commit_time=spec.prev_commits[file_id])
+                    pieces, empty = map(fill, pieces), fill(empty)
+                pieces = merge_pieces(pieces, empty, incoming, partition, data_names, precombine, update_columns,
+                                      counts, stored_keys)
                 stored_keys = None  # the merge holds what it needs
                 stored_rows, metadata = parquet.metadata.num_rows, parquet.metadata.metadata
 
@@ -451,6 +456,15 @@ def merge_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], precom
                 source.close()
 
     return write_slices(spec, merged_slices())
+
+
+def _stored_keys(parquet: pq.ParquetFile, virtual: Optional[VirtualKeys]) -> pa.Array:
+    """The record keys of a stored slice, in file order: as stored, or made from the key fields
+    (virtual keys)."""
+    if virtual is None:
+        return parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks()
+    names = {n.lower(): n for n in parquet.schema_arrow.names}
+    return virtual.keys(parquet.read(columns=[names[f.lower()] for f in virtual.fields]))
 
 
 def _batches_of(pieces: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
@@ -534,20 +548,21 @@ def small_write_task(slices: Dict[str, Tuple[str, str]], data_names: List[str], 
         written = [dict(s, entry_key=None, entry_deleted=None, entry_shard=None) for s in stats + inserted]
         yield pa.RecordBatch.from_pylist(written, schema=schema)
     if index_built:
-        entries = _index_entries(rows, touched.filter(touched.column(IS_DELETED)), inserted, storage)
+        entries = _index_entries(rows, touched.filter(touched.column(IS_DELETED)), inserted, storage, spec.virtual_keys)
         columns = {"file_id": entries.column("file_id"), "entry_key": entries.column("key"),
                    "entry_deleted": entries.column("deleted"), "entry_shard": entries.column("shard")}
         yield from pa.table([columns.get(f.name, pa.nulls(entries.num_rows, f.type)) for f in schema],
                             schema=schema).to_batches(ARROW_BATCH_ROWS)
 
 
-def _index_entries(rows: pa.Table, gone: pa.Table, inserted: List[dict], storage: Storage) -> pa.Table:
+def _index_entries(rows: pa.Table, gone: pa.Table, inserted: List[dict], storage: Storage,
+                   virtual: Optional[VirtualKeys] = None) -> pa.Table:
     """(key, file_id, deleted, shard): what `RecordIndex.delta` writes for the new file groups
     (`inserted`) and the deleted keys (`gone`, tagged rows); `rows` are the whole batch's."""
     parts = []
     for stat in inserted:
         with storage.open_input(stat["path"]) as source:
-            keys = pq.read_table(source, columns=[RECORD_KEY]).column(0)
+            keys = _stored_keys(pq.ParquetFile(source), virtual)
         parts.append(pa.table({"key": keys, "file_id": pa.repeat(pa.scalar(stat["file_id"]), len(keys)),
                                "deleted": pa.repeat(pa.scalar(False), len(keys))}))
     parts.append(pa.table({"key": gone.column(RECORD_KEY), "file_id": gone.column(OLD_FILE_ID),
