@@ -62,6 +62,7 @@ class ScaleWorkloads:
         self.keyed_bytes()
         self.small_writes()
         self.skewed_upsert_memory()
+        self.skewed_upsert_memory(*self.sizes.skew_largest)
 
     # wide rows --------------------------------------------------------------------------------
     def wide_upserts(self) -> None:
@@ -165,25 +166,29 @@ class ScaleWorkloads:
             shutil.rmtree(table.path, ignore_errors=True)
 
     # memory of a skewed upsert ----------------------------------------------------------------------
-    def skewed_upsert_memory(self) -> None:
-        """In a process of its own (a fresh Spark, so the workers' peaks are the upsert's)."""
+    def skewed_upsert_memory(self, rows: int = 0, batch: int = 0, payload: int = 0) -> None:
+        """In a process of its own (a fresh Spark, so the workers' peaks are the upsert's).
+        `payload`: hex characters of incompressible text a row carries (the largest file group:
+        rows wide enough to fill one near `max_file_size`)."""
         import json
         import subprocess
         import sys
 
         from measure import Result, Side
 
-        rows, batch = self.sizes.skew_rows, self.sizes.skew_batch
-        self.bench.log(f"skewed upsert: {batch:,} rows, 95% into one file group of {rows:,} rows")
+        rows, batch = rows or self.sizes.skew_rows, batch or self.sizes.skew_batch
+        self.bench.log(f"skewed upsert: {batch:,} rows, 95% into one file group of {rows:,} rows"
+                       + (f" of {payload} more hex characters" if payload else ""))
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "skewed", self.bench.path("skewed"),
-                              str(rows), str(batch)], capture_output=True, text=True, timeout=3600)
+                              str(rows), str(batch), str(payload)], capture_output=True, text=True, timeout=3600)
         lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
         if not lines:
             self.bench.log(f"  skewed upsert failed: {out.stderr[-2000:]}")
             return
         figures = json.loads(lines[-1])
+        wide = f", {payload}-character payload" if payload else ""
         self.bench.add(Result(f"peak Python worker memory, upsert of {batch:,} rows, 95% into one file group of "
-                              f"{rows:,} rows ({figures['file_mib']:.1f} MiB on disk)", Side("hudilite"),
+                              f"{rows:,} rows{wide} ({figures['file_mib']:.1f} MiB on disk)", Side("hudilite"),
                               Side("the file group + batch in Arrow"), unit=" MiB",
                               our_value=figures["peak_mib"], peer_value=figures["arrow_mib"],
                               note=f"upsert {figures['seconds']:.0f} s"))
@@ -199,9 +204,11 @@ class ScaleSizes:
         self.rounds = 2 if quick else 3
         self.skew_rows = 200_000 if quick else 2_600_000
         self.skew_batch = 100_000 if quick else 1_000_000
+        # (rows, batch, payload): one file group near the 120 MB max_file_size, the largest the sizing allows
+        self.skew_largest = (50_000, 20_000, 256) if quick else (750_000, 400_000, 256)
 
 
-def _skewed_upsert(path: str, rows: int, batch: int) -> None:
+def _skewed_upsert(path: str, rows: int, batch: int, payload: int = 0) -> None:
     """A keyed table of one file group of `rows` rows, then (in a fresh Spark) an upsert of
     `batch` rows, 95% of them into that file group; prints the workers' peak as JSON."""
     import json
@@ -213,10 +220,15 @@ def _skewed_upsert(path: str, rows: int, batch: int) -> None:
     spark = spark_session(conf=conf)
 
     def data(first, count, tag, partition):
-        return spark.range(first, first + count, numPartitions=2).select(
+        df = spark.range(first, first + count, numPartitions=2).select(
             "id", F.lit(partition).alias("p"), (F.col("id") * 3).alias("amount"),
             F.concat(F.lit(tag), F.col("id").cast("string"), F.lit("-customer-name")).alias("name"),
             F.expr("timestamp_seconds(1767225600 + id)").alias("ts"))
+        if payload:  # hashes of the row's own text: no two rows share it, zstd cannot shrink it much
+            hashes = [F.sha2(F.concat(F.lit(f"{tag}{i}-"), F.col("id").cast("string")), 256)
+                      for i in range(-(-payload // 64))]
+            df = df.withColumn("payload", F.substring(F.concat(*hashes), 1, payload))
+        return df
 
     table = HudiTable.create(spark, path, "skewed", record_key="id", partition_by="p")
     table.insert(data(0, rows, "i", 0).coalesce(1))
@@ -242,4 +254,4 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1] == "skewed":
-        _skewed_upsert(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        _skewed_upsert(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else 0)
