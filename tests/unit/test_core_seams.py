@@ -389,3 +389,39 @@ def test_keyed_base_file_keeps_its_one_value_meta_columns_small(tmp_path, portab
     assert all(bloom.might_contain(str(i)) for i in ids)
     keys = sorted(str(i).encode() for i in ids)
     assert (footer[b"hoodie_min_record_key"], footer[b"hoodie_max_record_key"]) == (keys[0], keys[-1])
+
+
+@pytest.mark.parametrize("answer_lost", [True, False])
+def test_a_lease_lost_after_a_publish_went_out_unanswered_leaves_the_publish_in_doubt(monkeypatch, answer_lost):
+    """A publishing PUT whose answer was lost may land later: when the lease is then found lost,
+    the error is an OSError, so the transaction looks for the completed instant before calling
+    the write failed (and rolling back files a completed instant may name). Lost before any
+    attempt went out, it is the plain conflict."""
+    import obstore
+    from obstore.exceptions import GenericError
+
+    from dbt.adapters.hudilite.table import lock, object_store
+
+    storage = object_store.ObjectStorage("s3://bucket/t")
+    storage._publish_store = object()
+    monkeypatch.setattr(storage, "verify_conditional_puts", lambda: None)
+    monkeypatch.setattr(object_store.time, "sleep", lambda s: None)
+    landed = {}
+
+    def put(store, key, data, **kwargs):
+        landed[key] = data  # applied by the store ...
+        raise GenericError("connection reset")  # ... its answer lost on the way back
+
+    checks = []
+
+    def check_lease(st):
+        checks.append(1)
+        if len(checks) > (1 if answer_lost else 0):
+            raise errors.ConcurrentWriteError("the table's lease was taken over")
+
+    monkeypatch.setattr(obstore, "put", put)
+    monkeypatch.setattr(lock, "check_lease", check_lease)
+    with pytest.raises(errors.ConcurrentWriteError, match="lease was taken over") as raised:
+        storage._publish(".hoodie/20261126000000000.commit", b"{}")
+    assert isinstance(raised.value, OSError) is answer_lost
+    assert list(landed) == (["t/.hoodie/20261126000000000.commit"] if answer_lost else [])

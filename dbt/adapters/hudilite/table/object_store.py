@@ -44,7 +44,7 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from .errors import ConfigurationError, HudiliteError
+from .errors import ConcurrentWriteError, ConfigurationError, HudiliteError
 from .storage import Storage
 
 T = TypeVar("T")
@@ -65,6 +65,13 @@ _settings: Dict[str, Dict[str, object]] = {}
 _stores: Dict[Tuple, object] = {}
 _stores_guard = threading.Lock()
 _verified: Dict[Tuple, bool] = {}
+
+
+class PublishInDoubt(ConcurrentWriteError, OSError):
+    """The lease was found lost after an earlier publishing attempt whose answer never came:
+    that attempt may still land. An OSError, so that the transaction looks for the completed
+    instant for as long as a request may take (`_published_after_all`) before it calls the write
+    failed and rolls it back."""
 
 
 class ObjectStoreError(HudiliteError, RuntimeError):
@@ -453,8 +460,14 @@ class ObjectStorage(Storage):
         from .lock import check_lease
         self.verify_conditional_puts()
         pause = 0.2
+        sent = False  # an attempt went out and no answer says it was not applied
         for attempt in range(PUBLISH_ATTEMPTS):
-            check_lease(self)  # publishing under a lease that may have passed to another writer: refuse
+            try:
+                check_lease(self)  # publishing under a lease that may have passed to another writer: refuse
+            except ConcurrentWriteError as err:
+                if sent:
+                    raise PublishInDoubt(f"{err}; an earlier attempt to publish {self.uri(rel)} may still land") from err
+                raise
             try:
                 obstore.put(self.publish_store, self.key(rel), data, mode="create", use_multipart=False)
                 return
@@ -463,6 +476,7 @@ class ObjectStorage(Storage):
                     if self.read_bytes(rel) != data:
                         raise ObjectStoreError(f"{self.uri(rel)} exists with other content; it is never replaced") from None
                     return
+                sent = True
                 if not isinstance(err, GenericError) or attempt + 1 == PUBLISH_ATTEMPTS:
                     mapped = _seam_error(err)  # the store's error as the seam's (OSError, ...)
                     if mapped is err:
