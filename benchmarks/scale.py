@@ -200,7 +200,7 @@ class ScaleSizes:
         self.wide_kb_rows = 3_000 if quick else 15_000
         self.byte_partitions = 100 if quick else 1_000
         self.base_files = 100
-        self.file_counts = (1_000,) if quick else (1_000, 10_000, 30_000)
+        self.file_counts = (1_000,) if quick else (1_000, 10_000, 30_000, 100_000)
         self.rounds = 2 if quick else 3
         self.skew_rows = 200_000 if quick else 2_600_000
         self.skew_batch = 100_000 if quick else 1_000_000
