@@ -7,7 +7,7 @@ the same run, as a markdown table, a raw JSON log and PNG charts in benchmarks/r
     .venv/bin/python benchmarks/run.py --only appends merges
     .venv/bin/python benchmarks/run.py --scale    # the scale workload alone (issue 33), not in the default run
     .venv/bin/python benchmarks/run.py --only hudi  # Hudi's own Spark writer as the peer (`hudi_peer.py`)
-    .venv/bin/python benchmarks/run.py --only s3  # a local S3 server against local disk (`s3.py`)
+    .venv/bin/python benchmarks/run.py --only s3  # a local S3 server against local disk, requests per commit (`s3.py`)
     .venv/bin/python benchmarks/run.py --only dbt_hudi  # the demo against dbt-spark with file_format hudi
 
 Workloads: appends, merges (delta-rs, Spark full rewrite), scaling (upsert and index lookup

@@ -6,9 +6,16 @@ ways; then upserts of existing keys and appends of new rows, alternating the two
 round. And the base-file question of issue 29: one Parquet file written and read through
 obstore (`Storage.open_output` / `open_input`) against pyarrow's `S3FileSystem`, no Spark.
 
+Requests per commit: every request reaches the server through a counting proxy
+(`tests/core/s3_proxy.py`; `AWS_ENDPOINT_URL` and S3A's endpoint name the proxy, so the driver's
+and the Python tasks' obstore clients and Spark's S3A all pass through it). On a table of its
+own, with the table services dbt runs after every model (cleaner, archival) after each commit,
+one small upsert and one small append are counted by kind (LIST, GET, HEAD, PUT, POST,
+DELETE) after 5 commits and again after 60: what an object store charges for.
+
 A local server has no network latency: these figures show the cost of the protocol (requests,
-uploads, listings), not that of a real S3, which adds tens of ms a request
-(docs/object-storage.md has the requests per commit).
+uploads, listings), not that of a real S3, which adds tens of ms a request. The proxy is a
+Python hop on every request, in the speed rows too.
 """
 
 from __future__ import annotations
@@ -23,35 +30,53 @@ import urllib.request
 import uuid
 from typing import Callable, List
 
-from measure import Result, alternate, timed
+from measure import Result, Side, alternate, timed
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUCKET = "hudilite-bench"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
 
 
 def start_server():
-    """A moto S3 server on a free port, the environment pointing at it, a bucket; returns
-    (process, endpoint). Call before the Spark session starts (its tasks inherit the environment)."""
+    """A moto S3 server on a free port behind a counting proxy (`proxy()`), the environment
+    pointing at the proxy, a bucket; returns (process, endpoint). Call before the Spark session
+    starts (its tasks inherit the environment)."""
+    global _proxy
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    endpoint = f"http://127.0.0.1:{port}"
+    server = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while True:
         try:
-            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).read()
+            urllib.request.urlopen(server + "/moto-api/", timeout=2).read()
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError(f"moto_server did not start on {endpoint}")
+                raise RuntimeError(f"moto_server did not start on {server}")
             time.sleep(0.2)
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from tests.core.s3_proxy import S3Proxy
+    _proxy = S3Proxy(server)
+    endpoint = _proxy.url
     os.environ.update(CREDENTIALS, AWS_ENDPOINT_URL=endpoint, AWS_ALLOW_HTTP="true")
     import boto3
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
     return proc, endpoint
+
+
+_proxy = None
+
+
+def proxy():
+    """The counting proxy in front of the server `start_server` started."""
+    if _proxy is None:
+        raise RuntimeError("start_server() first")
+    return _proxy
 
 
 def spark_conf(endpoint: str) -> dict:
@@ -103,6 +128,77 @@ def run(spark, work: str, log: Callable[[str], None], quick: bool = False, round
                               sides["local disk"], note="peer: the same write on local disk"))
     results += base_files(log, rounds, quick)
     shutil.rmtree(roots["local disk"], ignore_errors=True)
+    results += requests_per_commit(spark, log, quick, events)
+    return results
+
+
+def requests_per_commit(spark, log: Callable[[str], None], quick: bool, events,
+                        points=(5, 60), batch: int = 10) -> List[Result]:
+    """Every request of one small upsert and one small append, each followed by the table
+    services (cleaner, archival, as dbt runs them after a model), at `points` commits of the
+    table's history; the commits between them are small upserts, services after each."""
+    from dbt.adapters.hudilite.table import HudiTable
+    from tests.core.s3_proxy import KINDS
+
+    rows = 20_000 if quick else 200_000
+    counter = proxy()
+    table = HudiTable.create(spark, f"s3://{BUCKET}/requests-{uuid.uuid4().hex[:8]}/events", "events",
+                             record_key="event_id", partition_by="region")
+    table.insert(events(0, rows, "start"))
+    table.run_services()
+    commits, appended, results = 1, rows, []
+
+    def filler(n):
+        df = events((n * 7919) % (rows - batch), batch, f"filler-{n}")
+        table.upsert(df)
+        table.run_services()
+
+    for point in points:
+        log(f"s3: requests per commit: small upserts up to {point} commits of history")
+        while commits < point:
+            filler(commits)
+            commits += 1
+        for label, write in ((f"upsert of {batch} existing keys",
+                              lambda: table.upsert(events((commits * 104729) % (rows - batch), batch, f"counted-{commits}"))),
+                             (f"append of {batch} new rows (keyed)",
+                              lambda: table.insert(events(appended, batch, f"counted-{commits}")))):
+            start = counter.mark()
+            sample = timed(spark, write)
+            middle = counter.mark()
+            table.run_services()
+            requests = counter.since(start)  # the write's, then the services'
+            commits += 1
+            if label.startswith("append"):
+                appended += batch
+
+            def kinds(seen):
+                return {k: len([r for r in seen if r.kind == k]) for k in KINDS}
+
+            total, services = kinds(requests), kinds(requests[middle - start:])
+            by_client = {c: len([r for r in requests if r.client == c]) for c in sorted({r.client for r in requests})}
+            timeline = len([n for n in table.context.storage.list_names(".hoodie") if "." in n])
+            note = ("; ".join(f"{k} {total[k]}" for k in KINDS)
+                    + f"; of which the services: {sum(services.values())}"
+                    + f"; by client: {', '.join(f'{c} {n}' for c, n in by_client.items())}"
+                    + f"; {timeline} files on the active timeline")
+            log(f"  after {commits - 1} commits, {label}: {len(requests)} requests "
+                f"({total}; the services' {services}; by client {by_client}; {timeline} timeline files)")
+            results.append(Result(f"requests of one {label} and its services, after {commits - 1} commits "
+                                  "(local S3 server, every client)", Side("hudilite", [sample]),
+                                  unit=" requests", our_value=float(len(requests)), note=note))
+    # What a dbt model's `ref()` of the table costs on top: Spark reads the latest snapshot over S3A.
+    start = counter.mark()
+    sample = timed(spark, lambda: table.read().count())
+    read = counter.since(start)
+    by_client = {c: len([r for r in read if r.client == c]) for c in sorted({r.client for r in read})}
+    note = "; ".join(f"{k} {len([r for r in read if r.kind == k])}" for k in KINDS) + f"; by client: {by_client}"
+    log(f"  a Spark read of the latest snapshot (count): {len(read)} requests ({note})")
+    results.append(Result(f"requests of a Spark read of the latest snapshot, after {commits} commits "
+                          "(local S3 server, every client)", Side("hudilite", [sample]),
+                          unit=" requests", our_value=float(len(read)), note=note))
+    everything = counter.since(0)
+    log("s3: requests through the proxy over the whole run, by client: "
+        + ", ".join(f"{c} {len([r for r in everything if r.client == c])}" for c in sorted({r.client for r in everything})))
     return results
 
 

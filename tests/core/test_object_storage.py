@@ -30,6 +30,7 @@ from dbt.adapters.hudilite.table.lock import TableLock
 from dbt.adapters.hudilite.table.object_store import ObjectStorage, ObjectStoreError
 from dbt.adapters.hudilite.table.storage import Storage
 from dbt.adapters.hudilite.table import transaction
+from tests.core.s3_proxy import S3Proxy
 
 BUCKET = "hudilite-tests"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -322,59 +323,22 @@ def test_tasks_keep_the_drivers_addressing_style(monkeypatch):
     assert built["virtual_hosted_style_request"] is False  # an S3-compatible endpoint: path style
 
 
-class _FaultyProxy:
-    """An HTTP proxy in front of the S3 server that answers `503 SlowDown` to the next
-    `fail_next` PUTs of completed instants (`.commit`), and counts the PUTs it saw."""
+def _commit_puts(proxy, since=0):
+    """The PUTs of completed instants (`.commit`) the proxy saw since `since`."""
+    return [r for r in proxy.since(since) if r.method == "PUT" and r.path.split("?")[0].endswith(".commit")]
 
-    def __init__(self, upstream):
-        import http.client
-        import http.server
-        from urllib.parse import urlparse
-        proxy, target = self, urlparse(upstream)
-        self.fail_next, self.puts = 0, []
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+def _slow_down_commits(proxy, times):
+    """The proxy answers `503 SlowDown` to the next `times` PUTs of completed instants."""
+    left = [times]
 
-            def log_message(self, *args):
-                pass
+    def fault(method, path):
+        if method == "PUT" and path.split("?")[0].endswith(".commit") and left[0] > 0:
+            left[0] -= 1
+            return 503, "SlowDown", "Reduce your request rate."
+        return None
 
-            def _relay(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.command == "PUT" and self.path.split("?")[0].endswith(".commit"):
-                    proxy.puts.append(self.path)
-                    if proxy.fail_next > 0:
-                        proxy.fail_next -= 1
-                        error = b"<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
-                        self.send_response(503)
-                        self.send_header("Content-Length", str(len(error)))
-                        self.end_headers()
-                        self.wfile.write(error)
-                        return
-                upstream_conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "transfer-encoding")}
-                upstream_conn.request(self.command, self.path, body=body, headers=headers)
-                answer = upstream_conn.getresponse()
-                data = answer.read()
-                self.send_response(answer.status)
-                for key, value in answer.getheaders():
-                    if key.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-                upstream_conn.close()
-
-            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _relay
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    proxy.fault = fault
 
 
 def test_each_publish_attempt_follows_its_own_lease_check_the_client_never_retries_it(s3, monkeypatch):
@@ -382,33 +346,171 @@ def test_each_publish_attempt_follows_its_own_lease_check_the_client_never_retri
     margin: the publishing PUT goes through a client without retries, and each attempt the
     seam makes comes right after a check of the lease."""
     from dbt.adapters.hudilite.table import lock
-    proxy = _FaultyProxy(s3)
+    proxy = S3Proxy(s3)
     uri = f"s3://{BUCKET}/proxied-{uuid.uuid4().hex[:8]}"
     object_store.configure(uri, endpoint=proxy.url, allow_http=True)
     try:
         storage = Storage(uri)
         checks, real_check = [], lock.check_lease
-        monkeypatch.setattr(lock, "check_lease", lambda st: (checks.append(len(proxy.puts)), real_check(st))[1])
+        monkeypatch.setattr(lock, "check_lease", lambda st: (checks.append(len(_commit_puts(proxy))), real_check(st))[1])
         # Two transient failures: three attempts, each right after its own check.
-        proxy.fail_next = 2
+        _slow_down_commits(proxy, 2)
         storage.write_atomic(".hoodie/20260101000000001.commit", b'{"a": 1}', ".hoodie/.hudilite/tmp")
-        assert len(proxy.puts) == 3 and checks == [0, 1, 2]
+        assert len(_commit_puts(proxy)) == 3 and checks == [0, 1, 2]
         assert storage.read_bytes(".hoodie/20260101000000001.commit") == b'{"a": 1}'
 
         # The lease is found lost before the second attempt: nothing more is sent, nothing published.
         def lost_after_the_first(st):
-            checks.append(len(proxy.puts))
+            checks.append(len(_commit_puts(proxy, mark)))
             if len(checks) > 1:
                 raise ConcurrentWriteError("the table's lease was taken over")
 
         checks.clear()
-        proxy.puts.clear()
-        proxy.fail_next = 1
+        mark = proxy.mark()
+        _slow_down_commits(proxy, 1)
         monkeypatch.setattr(lock, "check_lease", lost_after_the_first)
         with pytest.raises(ConcurrentWriteError, match="lease"):
             storage.write_atomic(".hoodie/20260101000000002.commit", b'{"a": 2}', ".hoodie/.hudilite/tmp")
-        assert len(proxy.puts) == 1 and checks == [0, 1]
+        assert len(_commit_puts(proxy, mark)) == 1 and checks == [0, 1]
         assert not storage.exists(".hoodie/20260101000000002.commit")
+    finally:
+        object_store._settings.pop(uri, None)
+        object_store._stores.clear()
+        proxy.close()
+
+
+def _refuse_writes(method, path):
+    """A principal that may read but not write: S3's answer under a bucket policy denying
+    s3:PutObject and s3:DeleteObject (moto's server enforces bucket policies only in part)."""
+    if method in ("PUT", "POST", "DELETE"):
+        return 403, "AccessDenied", "Access Denied"
+    return None
+
+
+def _keys(endpoint, prefix):
+    found = _boto(endpoint).list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return sorted(o["Key"] for o in found)
+
+
+def test_no_permission_to_write_is_one_clear_error_naming_the_location_and_leaves_nothing(s3, spark):
+    """Writes refused with 403 AccessDenied: `dbt debug`'s location check, a table create and a
+    write to an existing table each stop with one error that names where and why, before any
+    object is left on the store."""
+    from dbt.adapters.hudilite.table import HudiTable
+    from dbt.adapters.hudilite.table.errors import ConfigurationError
+    from dbt.adapters.hudilite.table.object_store import check_location
+    proxy = S3Proxy(s3)
+    prefix = f"denied-{uuid.uuid4().hex[:8]}"
+    uri = f"s3://{BUCKET}/{prefix}"
+    object_store.configure(uri, endpoint=proxy.url, allow_http=True)
+    try:
+        table = HudiTable.create(spark, f"{uri}/events", "events", record_key="id")  # while writes were allowed
+        before = _keys(s3, prefix)
+        assert before == [f"{prefix}/events/.hoodie/hoodie.properties"]
+        proxy.fault, mark = _refuse_writes, proxy.mark()
+
+        with pytest.raises(ObjectStoreError) as checked:
+            check_location(uri)
+        message = str(checked.value)
+        assert message.startswith(f"{uri}: no permission to write to s3://{BUCKET} with this host's credentials: "
+                                  f"the store refused PUT {proxy.url}/{BUCKET}/{prefix}/.hudilite-check/"), message
+        assert "(403 Forbidden, AccessDenied)" in message and "bucket's policy" in message and "\n" not in message
+
+        with pytest.raises(ConfigurationError) as created:
+            HudiTable.create(spark, f"{uri}/other", "other", record_key="id")
+        message = str(created.value)
+        assert message.startswith(f"cannot create table other at {uri}/other: no permission: the store refused PUT "
+                                  f"{proxy.url}/{BUCKET}/{prefix}/other/"), message
+        assert "(403 Forbidden, AccessDenied)" in message and "\n" not in message
+
+        with pytest.raises(PermissionError) as written:
+            table.insert(spark.createDataFrame([(1, "a")], "id long, v string"))
+        message = str(written.value)
+        assert message.startswith(f"no permission: the store refused PUT {proxy.url}/{BUCKET}/{prefix}/events/.hoodie/"), message
+        assert "(403 Forbidden, AccessDenied)" in message and "\n" not in message
+
+        refused = [r for r in proxy.since(mark) if r.method in ("PUT", "POST", "DELETE")]
+        assert refused and not [r for r in refused if r.method == "PUT" and prefix not in r.path]
+        assert _keys(s3, prefix) == before  # nothing left behind
+    finally:
+        object_store._settings.pop(uri, None)
+        object_store._stores.clear()
+        proxy.close()
+
+
+def _dbt_project(project, name, root, endpoint, models=None):
+    """A dbt project at `project` whose profile puts its tables at `root` on the S3 server at
+    `endpoint`; returns the environment to run dbt in (no AWS_ENDPOINT_URL: the profile says
+    where the store is) and the dbt executable."""
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(f"name: {name}\nprofile: {name}\nversion: '1.0'\n")
+    for file, sql in (models or {}).items():
+        (project / "models" / file).write_text(sql)
+    (project / "profiles.yml").write_text(
+        f"{name}:\n  target: dev\n  outputs:\n    dev:\n      type: hudilite\n      schema: analytics\n"
+        f"      location_root: {root}\n      s3_endpoint: {endpoint}\n      s3_region: us-east-1\n      threads: 1\n")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, DBT_SEND_ANONYMOUS_USAGE_STATS="false", TZ="UTC")
+    env.pop("AWS_ENDPOINT_URL", None)
+    return env, os.path.join(os.path.dirname(sys.executable), "dbt")
+
+
+def test_dbt_debug_names_a_location_it_may_not_write_to(s3, tmp_path):
+    """`dbt debug` with a profile whose store refuses this host's writes: one error naming the
+    location_root and the refusal, and no probe object left."""
+    proxy = S3Proxy(s3)
+    proxy.fault = _refuse_writes
+    prefix = f"debug-{uuid.uuid4().hex[:8]}"
+    project = tmp_path / "denied"
+    env, dbt = _dbt_project(project, "denied", f"s3://{BUCKET}/{prefix}", proxy.url)
+    try:
+        debug = subprocess.run([dbt, "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
+                               capture_output=True, text=True, env=env, timeout=600)
+    finally:
+        proxy.close()
+    assert debug.returncode != 0
+    expected = (f"location_root: s3://{BUCKET}/{prefix}: no permission to write to s3://{BUCKET} with this host's "
+                f"credentials: the store refused PUT {proxy.url}/{BUCKET}/{prefix}/.hudilite-check/")
+    assert expected in debug.stdout and "(403 Forbidden, AccessDenied)" in debug.stdout, debug.stdout[-3000:]
+    assert [r for r in proxy.since() if r.method == "PUT"]  # the check went through the refusing store
+    assert _keys(s3, prefix) == []
+
+
+def test_the_counting_proxy_relays_multipart_and_chunked_uploads_and_counts_them(s3):
+    """The proxy the benchmark counts requests with (tests/core/s3_proxy.py): a 40 MB multipart
+    upload and a chunked PUT reach the server whole, and each request is counted by kind."""
+    import http.client
+    proxy = S3Proxy(s3)
+    uri = f"s3://{BUCKET}/counted-{uuid.uuid4().hex[:8]}"
+    object_store.configure(uri, endpoint=proxy.url, allow_http=True)
+    try:
+        storage = Storage(uri)
+        payload = os.urandom(40 * 1024 * 1024)
+        with storage.open_output("big.bin") as sink:
+            sink.write(payload)
+        parts = -(-len(payload) // object_store.UPLOAD_BUFFER_BYTES)
+        assert proxy.counts() == {"LIST": 0, "GET": 0, "HEAD": 0, "PUT": parts, "POST": 2, "DELETE": 0}  # create, parts, complete
+        mark = proxy.mark()
+        assert storage.size("big.bin") == len(payload) and storage.list_names("") == ["big.bin"]
+        with storage.open_input("big.bin") as source:
+            source.seek(len(payload) - 1000)
+            assert source.read() == payload[-1000:]
+        counted = proxy.counts(mark)
+        assert counted["HEAD"] >= 1 and counted["LIST"] == 1 and counted["GET"] >= 1 and counted["PUT"] == 0
+        mark = proxy.mark()
+        storage.delete_file("big.bin")
+        assert len(proxy.since(mark)) == 1 and proxy.since(mark)[0].kind in ("DELETE", "POST")  # one request
+        conn = http.client.HTTPConnection("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]), timeout=30)
+        conn.putrequest("PUT", f"/{BUCKET}/{uri.split(BUCKET + '/')[1]}/chunked.bin")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        for piece in (b"sent ", b"in ", b"chunks"):
+            conn.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+        conn.send(b"0\r\n\r\n")
+        assert conn.getresponse().status == 200
+        conn.close()
+        assert storage.read_bytes("chunked.bin") == b"sent in chunks"
+        assert [r.client for r in proxy.since() if r.kind == "PUT"][-1] == "other"
+        assert {r.client for r in proxy.since() if r.path.endswith("big.bin")} == {"obstore"}
     finally:
         object_store._settings.pop(uri, None)
         object_store._stores.clear()
@@ -750,17 +852,8 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
     """`location_root: s3://...` in the profile: dbt builds appends, a merge and a table over
     a ref() on the store, day after day, and hudi-rs reads the same rows from the endpoint."""
     project = tmp_path / "s3_project"
-    (project / "models").mkdir(parents=True)
-    (project / "dbt_project.yml").write_text("name: s3_project\nprofile: s3_project\nversion: '1.0'\n")
-    for name, sql in DBT_MODELS.items():
-        (project / "models" / name).write_text(sql)
     root = f"s3://{BUCKET}/dbt-{uuid.uuid4().hex[:8]}"
-    (project / "profiles.yml").write_text(
-        "s3_project:\n  target: dev\n  outputs:\n    dev:\n      type: hudilite\n      schema: analytics\n"
-        f"      location_root: {root}\n      s3_endpoint: {s3}\n      s3_region: us-east-1\n      threads: 1\n")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, DBT_SEND_ANONYMOUS_USAGE_STATS="false", TZ="UTC")
-    env.pop("AWS_ENDPOINT_URL", None)  # the profile says where the store is
-    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    env, dbt = _dbt_project(project, "s3_project", root, s3, DBT_MODELS)
     for day in (1, 2):
         run = subprocess.run([dbt, "build", "--vars", f"{{day: {day}}}", "--project-dir", str(project),
                               "--profiles-dir", str(project)], capture_output=True, text=True, env=env, timeout=900)

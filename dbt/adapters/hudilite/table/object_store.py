@@ -35,6 +35,7 @@ import datetime as dt
 import os
 import posixpath
 import random
+import re
 import sys
 import threading
 import time
@@ -209,7 +210,7 @@ def _retrying(call: Callable[[], T]) -> T:
         except NotFoundError as err:
             raise FileNotFoundError(str(err)) from err
         except (PermissionDeniedError, UnauthenticatedError) as err:
-            raise PermissionError(str(err)) from err
+            raise PermissionError(_denied(err)) from err
         except GenericError as err:
             if attempt < THROTTLE_RETRIES and _is_throttled(err):
                 time.sleep(pause * (0.5 + random.random()))
@@ -298,10 +299,23 @@ def _seam_error(err: Exception) -> Exception:
     if isinstance(err, NotFoundError):
         return FileNotFoundError(str(err))
     if isinstance(err, (PermissionDeniedError, UnauthenticatedError)):
-        return PermissionError(str(err))
+        return PermissionError(_denied(err))
     if isinstance(err, GenericError):
         return OSError(str(err))
     return err
+
+
+def _denied(err: Exception) -> str:
+    """One line for a request the store refused (403, 401): which request, on which object,
+    the store's answer, and what to check; instead of the client's multi-line report."""
+    text = str(err)
+    request = re.search(r"Error performing (\w+) (\S+)", text)
+    status = re.search(r"status code: (\d{3}[A-Za-z ]*)", text)
+    code = re.search(r"<Code>([^<]{1,80})</Code>", text)
+    what = f"{request.group(1)} {request.group(2)}" if request else _first_line(err)
+    answer = ", ".join(x.group(1).strip() for x in (status, code) if x) or type(err).__name__
+    return (f"no permission: the store refused {what} ({answer}); check the credentials this host "
+            "finds (the standard chain: environment, profile, role) and the bucket's policy")
 
 
 class _Reader:
@@ -647,8 +661,9 @@ def check_location(uri: str) -> None:
     except FileNotFoundError as err:
         raise ObjectStoreError(f"{uri}: bucket {where} not found ({_first_line(err)})") from None
     except PermissionError as err:
-        raise ObjectStoreError(f"{uri}: no permission to write to {where} with this host's credentials "
-                               f"({_first_line(err)})") from None
+        detail = (str(err).strip().splitlines() or [type(err).__name__])[0].replace("no permission: ", "", 1)
+        raise ObjectStoreError(f"{uri}: no permission to write to {where} with this host's credentials: "
+                               f"{detail}") from None
     except OSError as err:
         raise ObjectStoreError(f"{uri}: cannot reach {where} ({_first_line(err)})") from None
     finally:
