@@ -425,3 +425,25 @@ def test_a_lease_lost_after_a_publish_went_out_unanswered_leaves_the_publish_in_
         storage._publish(".hoodie/20261126000000000.commit", b"{}")
     assert isinstance(raised.value, OSError) is answer_lost
     assert list(landed) == (["t/.hoodie/20261126000000000.commit"] if answer_lost else [])
+
+
+def test_a_claim_that_goes_while_it_is_judged_is_not_a_live_writer(tmp_path, monkeypatch):
+    """A pending instant's claim file disappears when its writer finishes (and its instant is
+    archived or its tombstone cleaned): judging it then is 'not alive', never an error that
+    fails the writer doing the judging (it looks again under the lock before rolling back)."""
+    import json
+
+    from dbt.adapters.hudilite.table import transaction
+    from dbt.adapters.hudilite.table.layout import writer_path
+
+    storage = Storage(str(tmp_path))
+    storage.write_bytes(writer_path("20261126000000001"), json.dumps({"host": "elsewhere", "pid": 1}).encode())
+
+    def gone(rel):
+        raise FileNotFoundError(rel)
+
+    assert transaction._writer_is_alive(storage, "20261126000000001", 60.0)  # fresh claim of another host
+    monkeypatch.setattr(storage, "mtime_seconds", gone)  # deleted between the read and the stat
+    assert not transaction._writer_is_alive(storage, "20261126000000001", 60.0)
+    monkeypatch.setattr(storage, "read_text", gone)  # deleted between the existence check and the read
+    assert not transaction._writer_is_alive(storage, "20261126000000001", 60.0)

@@ -98,6 +98,16 @@ def reserve_service_time(storage: Storage, action: str) -> str:
 
 
 def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
+    """Whether the writer of a pending instant still works on it. Its claim file may go at any
+    moment (the writer finished): gone counts as not alive, and the caller looks again under
+    the table lock before it rolls anything back."""
+    try:
+        return _claim_is_alive(storage, instant, timeout_s)
+    except FileNotFoundError:
+        return False
+
+
+def _claim_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
     path = writer_path(instant)
     if not storage.exists(path):
         return False
