@@ -15,20 +15,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ROUNDS = int(os.environ.get("HUDILITE_CONCURRENT_ROUNDS", "6"))
 
 
+def two_writers(path: str, rounds: int, retries: int, env: dict) -> tuple:
+    """concurrent_writer.py as p1 and p2 at once on `path` (each process must exit cleanly):
+    every round both reported, and those that committed in the order they ended."""
+    writers = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "core", "concurrent_writer.py"),
+                                 path, name, str(rounds), str(retries)], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("p1", "p2")]
+    ended = []
+    for writer in writers:
+        out, err = writer.communicate(timeout=1200)
+        assert writer.returncode == 0, err[-3000:]
+        ended += [json.loads(line[len("ROUND "):]) for line in out.splitlines() if line.startswith("ROUND ")]
+    return ended, sorted((r for r in ended if r["instant"]), key=lambda r: r["ended"])
+
+
 def test_two_processes_upserting_lose_no_update(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", partition_by="part")
     table.upsert(spark.createDataFrame([(k, "start", "p1" if k < 10 else "p2" if k < 20 else "shared")
                                         for k in list(range(20)) + list(range(100, 105))], "id long, tag string, part string"))
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    writers = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "core", "concurrent_writer.py"),
-                                 table.path, name, str(ROUNDS), "10"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("p1", "p2")]
-    rounds = []
-    for writer in writers:
-        out, err = writer.communicate(timeout=1200)
-        assert writer.returncode == 0, err[-3000:]
-        rounds += [json.loads(line[len("ROUND "):]) for line in out.splitlines() if line.startswith("ROUND ")]
-    done = sorted((r for r in rounds if r["instant"]), key=lambda r: r["ended"])
+    rounds, done = two_writers(table.path, ROUNDS, retries=10, env=dict(os.environ, PYTHONPATH=ROOT))
     expected = {}
     for r in done:  # writes that touched a key never overlapped (they would have conflicted): end order is commit order
         expected.update({k: r["tag"] for k in r["keys"]})

@@ -808,16 +808,10 @@ def test_two_processes_upserting_overlapping_keys_on_s3_lose_no_update(core_tabl
     base, results = core_tables
     uri = f"{base}/two_writers"
     assert results["two_writers"] == {"created": True}
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC", PYTHONPATH=ROOT)
-    writers = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "core", "concurrent_writer.py"),
-                                 uri, name, str(S3_ROUNDS), "20"], cwd=ROOT, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("p1", "p2")]
-    rounds = []
-    for writer in writers:
-        out, err = writer.communicate(timeout=1200)
-        assert writer.returncode == 0, err[-3000:]
-        rounds += [json.loads(line[len("ROUND "):]) for line in out.splitlines() if line.startswith("ROUND ")]
-    done = sorted((r for r in rounds if r["instant"]), key=lambda r: r["ended"])
+    from tests.core.test_concurrency_processes import two_writers
+
+    rounds, done = two_writers(uri, S3_ROUNDS, retries=20, env=dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC",
+                                                            PYTHONPATH=ROOT))
     assert len(done) == 2 * S3_ROUNDS  # with retries every round commits
     expected = {}
     for r in done:  # writes that touched a key never overlapped (they would have conflicted): end order is commit order
