@@ -158,6 +158,8 @@ def run(spark, events, HudiTable, base: str, scenario: str) -> dict:
         return out
     elif scenario == "crashes":
         return crashes(spark, HudiTable, base)
+    elif scenario == "rebuilds":
+        return rebuilds(spark, events, HudiTable, base)
     elif scenario == "two_writers":
         # The start of the two processes' table (tests/core/concurrent_writer.py, run by the test).
         table = HudiTable.create(spark, base, "t", record_key="id", partition_by="part")
@@ -179,6 +181,48 @@ def run(spark, events, HudiTable, base: str, scenario: str) -> dict:
     out["validate"] = table.validate()
     storage = table.context.storage
     out["objects"] = sorted(storage.list_files_recursive(""))
+    return out
+
+
+def rebuilds(spark, events, HudiTable, root: str) -> dict:
+    """Rebuilds with a new layout (partitioned by region, then not) swapped in on the store by
+    `StorageCatalog.swap_in`: one whole, two killed half-way in a process of their own
+    (tests/core/swap_killer.py) and finished by the next look at the name; then a rename."""
+    import subprocess
+    import time
+
+    from dbt.adapters.hudilite.catalog import StorageCatalog
+    from dbt.adapters.hudilite.table import Storage
+    out = {}
+    catalog = StorageCatalog(spark, root)
+    for cut in ("none", "swap", "move"):
+        name = f"t_{cut}"
+        old = HudiTable.create(spark, catalog.table_path("a", name), name, partition_by="region", record_key="event_id")
+        old.insert(events(range(0, 6)))
+        new = HudiTable.create(spark, catalog.rebuild_path("a", name), name, record_key="event_id")
+        new.insert(events(range(10, 14)))
+        if cut == "none":
+            catalog.swap_in("a", name)
+        else:
+            killed = subprocess.run([sys.executable, "-m", "tests.core.swap_killer", root, "a", name],
+                                    env=dict(os.environ, HUDILITE_KILL_AT=cut), capture_output=True, text=True,
+                                    timeout=300)
+            out[f"{name}_killed"] = {"returncode": killed.returncode, "stdout": killed.stdout,
+                                     "stderr": killed.stderr[-3000:],
+                                     "is_table": HudiTable.exists(catalog.table_path("a", name)),
+                                     "record": Storage(root).exists(f"a/.hudilite_swaps/{name}/swap.json")}
+            started = time.monotonic()
+            StorageCatalog(spark, root).open("a", name)  # a new process's first look
+            out[f"{name}_finished_in_s"] = time.monotonic() - started
+        table = HudiTable.open(spark, catalog.table_path("a", name))
+        out[name] = {"partition_fields": table.config.partition_fields, "rows": _rows(table.read()),
+                     "validate": [str(p) for p in table.validate()]}
+    catalog.rename_table("a", "t_none", "a", "t_renamed")
+    renamed = HudiTable.open(spark, catalog.table_path("a", "t_renamed"))
+    out["renamed"] = {"rows": _rows(renamed.read()), "old_name_is_table": HudiTable.exists(catalog.table_path("a", "t_none")),
+                      "spark": _rows(spark.table("a.t_renamed"))}
+    out["left"] = [p for p in Storage(root).list_files_recursive("a")
+                   if p.startswith((".hudilite_rebuilds/", "t_none/")) or p.endswith("swap.json")]
     return out
 
 

@@ -210,6 +210,34 @@ def test_folders_are_prefixes_nothing_relies_on_them(table_uri):
     storage.delete_file("region=us/none")  # deleting what is gone is no error
 
 
+def test_a_folder_moves_by_copies_and_is_a_table_only_while_whole(table_uri, monkeypatch):
+    """No rename on an object store: `move_dir` copies every object, hoodie.properties last,
+    then deletes the source, hoodie.properties first. Cut short after the copies, the target
+    holds everything but hoodie.properties (not a table) and the source is whole."""
+    from dbt.adapters.hudilite.table import faults
+    storage = Storage(table_uri)
+    files = {".hoodie/hoodie.properties": b"props", ".hoodie/001.commit": b"commit", "d=1/f.parquet": b"x" * 10}
+    files.update({f"d=2/{i:04d}.parquet": b"y" for i in range(40)})  # more than one round of parallel copies
+    for rel, data in files.items():
+        storage.write_bytes(f"t/{rel}", data)
+
+    class Cut(Exception):
+        pass
+
+    def cut(phase):
+        if phase == "move":
+            raise Cut()
+    monkeypatch.setattr(faults, "reach", cut)
+    with pytest.raises(Cut):
+        storage.move_dir("t", "u", last=".hoodie/hoodie.properties")
+    assert sorted(storage.list_files_recursive("u")) == sorted(set(files) - {".hoodie/hoodie.properties"})
+    assert sorted(storage.list_files_recursive("t")) == sorted(files)
+    monkeypatch.undo()
+    storage.move_dir("t", "u", last=".hoodie/hoodie.properties")  # again, from the start
+    assert storage.list_files_recursive("t") == []
+    assert {rel: storage.read_bytes(f"u/{rel}") for rel in storage.list_files_recursive("u")} == files
+
+
 def test_large_file_goes_up_in_parts_and_reads_back_by_ranges(table_uri):
     storage = Storage(table_uri)
     table = pa.table({"k": pa.array(range(40_000)), "v": pa.array([os.urandom(1000) for _ in range(40_000)])})
@@ -607,7 +635,7 @@ def core_tables(s3, tmp_path_factory):
     crashed = {"returncode": child.returncode, "stdout": out, "stderr": err[-3000:]}
     if child.returncode == -signal.SIGKILL:  # what a reader sees before any next writer
         crashed["hudi_rs"] = {name: _hudi_rs(f"{base}/crashes/{name}", columns=("id", "v", "day")) for name in TABLES}
-    scenarios = ["keyed", "append", "conflict", "race", "services", "two_writers", "odd_partitions"]
+    scenarios = ["keyed", "append", "conflict", "race", "services", "two_writers", "odd_partitions", "rebuilds"]
     if child.returncode == -signal.SIGKILL:  # else the crash test fails on its own, and only it
         scenarios.append("crashes")
     proc = subprocess.run([sys.executable, "-m", "tests.core.s3_table_job", base, *scenarios], cwd=ROOT,
@@ -780,6 +808,29 @@ def test_cleaner_archival_clustering_savepoint_and_restore_on_s3(core_tables):
     assert not [o for o in out["objects"] if o.startswith((".hoodie/.hudilite/markers/", ".hoodie/.hudilite/tmp/"))]
 
 
+def test_a_rebuild_with_a_new_layout_is_swapped_in_on_s3_and_a_killed_swap_is_finished(core_tables):
+    """Object stores cannot rename: the swap deletes the old table (hoodie.properties first),
+    copies the rebuild in (hoodie.properties last) and keeps a record until done. Killed with
+    the old table gone, or with all but hoodie.properties copied, the name holds no table, and
+    the next look waits out the dead swapper's lease and finishes the swap."""
+    base, results = core_tables
+    out = results["rebuilds"]
+    new_rows = sorted(_events(range(10, 14)))
+    for cut in ("none", "swap", "move"):
+        table = out[f"t_{cut}"]
+        assert table["partition_fields"] == [] and table["rows"] == new_rows and table["validate"] == [], (cut, table)
+    for cut in ("swap", "move"):
+        killed = out[f"t_{cut}_killed"]
+        assert killed["returncode"] == -signal.SIGKILL and "NOT KILLED" not in killed["stdout"], killed["stderr"]
+        assert not killed["is_table"] and killed["record"], (cut, killed)  # no half table under the name
+        assert 2.5 < out[f"t_{cut}_finished_in_s"] < 60, out  # after the dead swapper's 3 s lease
+        assert _hudi_rs(f"{base}/rebuilds/a/t_{cut}") == new_rows, cut
+    renamed = out["renamed"]
+    assert renamed["rows"] == renamed["spark"] == new_rows and not renamed["old_name_is_table"]
+    assert _hudi_rs(f"{base}/rebuilds/a/t_renamed") == new_rows
+    assert out["left"] == []  # no rebuild, record or object of the old name left
+
+
 def test_odd_partition_values_on_s3_are_written_and_read_back_as_on_local_disk(core_tables):
     """Glob characters, '%', '=', spaces, non-ASCII, '#', null and empty: the same rows through
     our reader (Spark over S3A) and hudi-rs as on local disk (test_writes.py). A control
@@ -839,6 +890,10 @@ select id, region, amount from values
 select id, concat('v', cast({{ var('day') }} as string)) as version from values (1), ({{ var('day') }} + 1) as t(id)""",
     "totals.sql": """{{ config(materialized='table') }}
 select region, count(*) as n, sum(amount) as amount from {{ ref('events') }} group by region""",
+    # partitioned by region, then by id (a rebuild beside it, swapped in), then by region and failing
+    "relayout.sql": """{{ config(materialized='table', partition_by=(['id'] if var('day') == 2 else ['region'])) }}
+select id, region{% if var('day') == 3 %}, case when id = 12 then raise_error('boom') else 1 end as bad{% endif %}
+from {{ ref('events') }}""",
 }
 
 
@@ -863,6 +918,19 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
     assert rows("events", ["id", "region", "amount"]) == [(11, "eu", 1.5), (12, "us", 2.5), (21, "eu", 1.5), (22, "us", 2.5)]
     assert rows("accounts", ["id", "version"]) == [(1, "v2"), (2, "v1"), (3, "v2")]
     assert rows("totals", ["region", "n", "amount"]) == [("eu", 2, 3.0), ("us", 2, 5.0)]
+    relayout = [(11, "eu"), (12, "us"), (21, "eu"), (22, "us")]
+
+    def folders(name):
+        return sorted({k.split("/")[3] for k in _keys(s3, f"{root.split('/', 3)[3]}/analytics/{name}/")
+                       if not k.split("/")[3].startswith(".")})
+
+    assert rows("relayout", ["id", "region"]) == relayout and folders("relayout") == ["id=11", "id=12", "id=21", "id=22"]
+    # A rebuild with a new layout that fails leaves the table as it was (built beside it, never swapped in).
+    failed = subprocess.run([dbt, "run", "--select", "relayout", "--vars", "{day: 3}", "--project-dir", str(project),
+                             "--profiles-dir", str(project)], capture_output=True, text=True, env=env, timeout=900)
+    assert failed.returncode != 0 and "boom" in failed.stdout, failed.stdout[-3000:]
+    assert rows("relayout", ["id", "region"]) == relayout and folders("relayout") == ["id=11", "id=12", "id=21", "id=22"]
+    assert [k for k in _keys(s3, f"{root.split('/', 3)[3]}/analytics/") if "/.hudilite_rebuilds/" in k] == []
     # dbt debug checks the bucket: a missing one is named.
     missing = (project / "profiles.yml").read_text().replace(f"s3://{BUCKET}/", "s3://no-such-bucket-hudilite/")
     (project / "profiles.yml").write_text(missing)

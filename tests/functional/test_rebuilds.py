@@ -65,8 +65,9 @@ class TestRebuilds(HudiliteProject):
         table = self.table(project, spark, name)
         assert table.validate() == []
         assert_hudi_rs_agrees(table)
-        for aside in (".hudilite_rebuilds", ".hudilite_replaced"):  # nothing left beside the tables
-            assert os.listdir(os.path.join(schema_folder, aside)) == []
+        assert os.listdir(os.path.join(schema_folder, ".hudilite_rebuilds")) == []  # nothing left beside the tables
+        assert [f for _, _, files in os.walk(os.path.join(schema_folder, ".hudilite_swaps"))
+                for f in files if f != "lock"] == []  # the swap's record is gone, its lock file stays
 
     def test_a_rebuild_reads_the_table_it_replaces(self, project, spark):
         run_dbt(["run", "--select", "self_reading", "--vars", "{run: 1}"])

@@ -27,13 +27,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from .statement import read_statement
 from .table import ConfigurationError, HudiTable, Storage, faults, quote
+from .table.layout import HOODIE_DIR, PROPERTIES_FILE
 from .table.lock import TableLock
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
 DOCS_DIR = ".hudilite_docs"  # <location_root>/<schema>/.hudilite_docs/<relation>.json: persist_docs
 # A rebuild that changes a table's layout is built beside it, then swapped in (`swap_in`):
 REBUILDS_DIR = ".hudilite_rebuilds"  # <location_root>/<schema>/.hudilite_rebuilds/<name>: the new table
-REPLACED_DIR = ".hudilite_replaced"  # <location_root>/<schema>/.hudilite_replaced/<name>: the old one, mid-swap
+SWAPS_DIR = ".hudilite_swaps"  # <location_root>/<schema>/.hudilite_swaps/<name>/: a swap's lock and record
+SWAP_RECORD = "swap.json"  # {"instant": the rebuild's last completed instant file, "sha256": of its bytes}
 _GLOB_SPECIAL = re.compile(r"([\\{}\[\]*?,])")
 _FOLDER_SPECIAL = re.compile(r"[\\{}\[\]*?,:]")
 
@@ -136,58 +138,60 @@ class StorageCatalog:
         self.storage.delete_dir(self._rebuild_folder(schema, name))
 
     def swap_in(self, schema: str, name: str) -> HudiTable:
-        """Put the committed table at `rebuild_path` in the place of `schema.name`: the old
-        table (if any: a model that was a view has none) moves aside, the new one moves in, the
-        old one is deleted. Two renames, under the old table's lock so that no commit of it is
-        half published; a process killed between them leaves the old table aside and the new
-        one staged, which `_finish_swap` moves in on the next look at the name."""
+        """Put the committed table at `rebuild_path` in the place of `schema.name` (if it held a
+        table: a model that was a view has none). Under the swap's own lock: a record of the
+        rebuild's last commit is written, the old table is deleted (its hoodie.properties first,
+        under its lock, so no commit of it is half published and it stops being a table before
+        it is partial), the rebuild is moved in (a rename; on an object store copies, its
+        hoodie.properties last), and the record deleted. A process killed on the way leaves the
+        record: the next look at the name finishes the swap (`_finish_swap`); killed before the
+        old table's deletion began, the old table stays, whole."""
         staged = posixpath.join(self.root, self._rebuild_folder(schema, name))
-        if not _committed(self.spark, staged):
-            raise ConfigurationError(f"{schema}.{name}: its rebuild is gone (another rebuild of it started meanwhile); "
-                                     "the table is as it was")
-        replaced = self._replaced_folder(schema, name)
-        with self._lock:
+        with self._lock, TableLock(self._swap_storage(schema, name)):
+            record = _last_commit(self.spark, staged)
+            if record is None:
+                raise ConfigurationError(f"{schema}.{name}: its rebuild is gone (another rebuild of it started "
+                                         "meanwhile); the table is as it was")
             self._drop_entry(schema, name)
-            self.storage.delete_dir(replaced)
-            if HudiTable.exists(self.table_path(schema, name)):
-                self.storage.make_dirs(posixpath.dirname(replaced))
-                with TableLock(Storage(self.table_path(schema, name))):
-                    self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
-                                                 self.storage.full_path(replaced))
-            faults.reach("swap")
-            self._move_in(schema, name)
+            self.storage.write_bytes(self._swap_record(schema, name), json.dumps(record).encode())
+            self._replace(schema, name)
         return self.open(schema, name)
 
-    def _replaced_folder(self, schema: str, name: str) -> str:
-        return posixpath.join(self.folder(schema), REPLACED_DIR, folder_name(name, "name"))
+    def _swap_storage(self, schema: str, name: str) -> Storage:
+        """The folder of a swap's lock and record: `<schema>/.hudilite_swaps/<name>`."""
+        return Storage(posixpath.join(self.root, self.folder(schema), SWAPS_DIR, folder_name(name, "name")))
+
+    def _swap_record(self, schema: str, name: str) -> str:
+        return posixpath.join(self.folder(schema), SWAPS_DIR, folder_name(name, "name"), SWAP_RECORD)
+
+    def _replace(self, schema: str, name: str) -> None:
+        """The swap's steps after its record: each may run again after a kill."""
+        folder = self.folder(schema, name)
+        if HudiTable.exists(self.table_path(schema, name)):
+            with TableLock(Storage(self.table_path(schema, name))):
+                self.storage.delete_file(posixpath.join(folder, PROPERTIES_FILE))
+        self.storage.delete_dir(folder)
+        faults.reach("swap")
+        self.storage.move_dir(self._rebuild_folder(schema, name), folder, last=PROPERTIES_FILE)
+        self.storage.delete_file(self._swap_record(schema, name))
 
     def _finish_swap(self, schema: str, name: str) -> bool:
-        """Finish a swap cut short between its renames (the old table moved aside, nothing in
-        its place, the new one committed and staged); True when the name holds a table after."""
+        """Finish a swap cut short (its record is there); True when the name holds a table after."""
         try:
-            staged, replaced = self._rebuild_folder(schema, name), self._replaced_folder(schema, name)
+            record_path = self._swap_record(schema, name)
         except ConfigurationError:
             return False
-        if not self.storage.exists(replaced) or self.storage.exists(self.folder(schema, name)):
+        if _read_json(self.storage, record_path) is None:  # the common case: one read
             return False
-        if not _committed(self.spark, posixpath.join(self.root, staged)):
-            return False
-        return self._move_in(schema, name)
-
-    def _move_in(self, schema: str, name: str) -> bool:
-        """Move the staged rebuild to `schema.name`, then delete the table it replaced. Never
-        deletes what holds the name: a rename onto a folder fails, so of two processes finishing
-        the same swap one moves the table in and the other finds it gone."""
-        self.storage.make_dirs(self.folder(schema))
-        try:
-            self.storage.filesystem.move(self.storage.full_path(self._rebuild_folder(schema, name)),
-                                         self.storage.full_path(self.folder(schema, name)))
-        except OSError:  # another process finished the same swap
-            pass
-        if not HudiTable.exists(self.table_path(schema, name)):
-            return False
-        self.storage.delete_dir(self._replaced_folder(schema, name))
-        return True
+        with self._lock, TableLock(self._swap_storage(schema, name)):
+            record = _read_json(self.storage, record_path)  # again, under the lock
+            table_path = self.table_path(schema, name)
+            if record is not None and not _holds(table_path, record):
+                staged = posixpath.join(self.root, self._rebuild_folder(schema, name))
+                if _holds(staged, record):
+                    self._replace(schema, name)
+            self.storage.delete_file(record_path)  # done, or its rebuild is gone
+            return HudiTable.exists(table_path)
 
     # ---- the Spark catalog ------------------------------------------------------------------
     def resolve(self, names: Iterable[Sequence[str]]) -> None:
@@ -328,7 +332,7 @@ class StorageCatalog:
         with self._lock:
             self._drop_entry(schema, name)
         self.discard_rebuild(schema, name)  # first: a committed rebuild must not take the dropped table's place
-        self.storage.delete_dir(self._replaced_folder(schema, name))
+        self.storage.delete_file(self._swap_record(schema, name))
         self.storage.delete_dir(folder)
         self.set_docs(schema, name, None, {})
 
@@ -358,9 +362,7 @@ class StorageCatalog:
         with self._lock:
             self._drop_entry(schema, name)
         self.discard_rebuild(schema, name)  # a rebuild of the old name is not the renamed table's
-        self.storage.make_dirs(self.folder(new_schema))
-        self.storage.filesystem.move(self.storage.full_path(self.folder(schema, name)),
-                                     self.storage.full_path(self.folder(new_schema, new_name)))
+        self.storage.move_dir(self.folder(schema, name), self.folder(new_schema, new_name), last=PROPERTIES_FILE)
         self.set_docs(new_schema, new_name, *self.docs(schema, name))
         self.set_docs(schema, name, None, {})
         self.register(new_schema, new_name)
@@ -448,12 +450,37 @@ class StorageCatalog:
         return table
 
 
-def _committed(spark: SparkSession, path: str) -> bool:
-    """A Hudi table with a completed instant is at `path`."""
+def _last_commit(spark: SparkSession, path: str) -> Optional[Dict[str, str]]:
+    """What identifies the Hudi table at `path` by its last completed instant (its file name
+    and a digest of its bytes: no other table holds the same), or None when `path` holds no
+    table with a completed instant."""
     try:
-        return HudiTable.exists(path) and HudiTable.open(spark, path).context.timeline.latest_completed() is not None
+        if not HudiTable.exists(path):
+            return None
+        latest = HudiTable.open(spark, path).context.timeline.latest_completed()
     except Exception:  # noqa: BLE001 - a half-created table is none
+        return None
+    if latest is None:
+        return None
+    file = posixpath.join(HOODIE_DIR, latest.file_name)
+    return {"instant": file, "sha256": hashlib.sha256(Storage(path).read_bytes(file)).hexdigest()}
+
+
+def _holds(path: str, record: Dict[str, str]) -> bool:
+    """The table at `path` is whole (its hoodie.properties there) and holds the commit `record` names."""
+    storage = Storage(path)
+    try:
+        return (storage.exists(PROPERTIES_FILE)
+                and hashlib.sha256(storage.read_bytes(record["instant"])).hexdigest() == record["sha256"])
+    except (FileNotFoundError, KeyError, TypeError):
         return False
+
+
+def _read_json(storage: Storage, rel: str) -> Optional[dict]:
+    try:
+        return json.loads(storage.read_bytes(rel))
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def _table_state(table: HudiTable) -> tuple:

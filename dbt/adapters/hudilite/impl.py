@@ -280,14 +280,11 @@ class HudiliteAdapter(SparkAdapter):
             raise CompilationError(str(err)) from None
         # A rebuild with a new layout, or the first build of a model that was a view, is built
         # beside the name and swapped in once committed: until then what the name held stays,
-        # the old table with its history, whatever fails or is killed.
-        # The swap renames folders, which object stores cannot do (pyarrow's S3 and GCS refuse
-        # to move a directory): there a rebuild still drops first, until commits there have a
-        # pointer to swap (issue 29).
+        # the old table with its history, whatever fails or is killed (on object stores too).
         was_view = table is None and catalog.is_view(schema, name)
-        beside = catalog.storage.is_local and ((table is not None and built and plan.recreate) or was_view)
+        beside = (table is not None and built and plan.recreate) or was_view
         if table is not None and not beside and (plan.recreate or (not built and not _layout_fits(table, plan))):
-            catalog.drop_table(schema, name)  # no commit (nothing to keep), or on an object store
+            catalog.drop_table(schema, name)  # no commit: nothing to keep
             table = None
         if plan.operation == m.CREATE and (table is None or beside):
             path = catalog.rebuild_path(schema, name) if beside else catalog.table_path(schema, name)

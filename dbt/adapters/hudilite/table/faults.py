@@ -9,9 +9,10 @@ its first base file), `before_publish` (files reconciled, nothing published), `a
 its plan and deleted one file), `compaction` (a new index base written, not published),
 `archive` (archived instants written and folded into the archived view, still on the active
 timeline); and `restore` (a restore rolled back its newest commit, the others still there),
-which is not in the crash matrix: a dead restore blocks writes until it is run again; and `swap`
-(a rebuild with a new layout committed beside its table, the old table moved aside, the new one
-not yet in its place: `StorageCatalog.swap_in`), killed by the dbt tests.
+which is not in the crash matrix: a dead restore blocks writes until it is run again; `swap`
+(a rebuild with a new layout committed beside its table, the old table deleted, the new one
+not yet in its place: `StorageCatalog.swap_in`), killed by the dbt tests; and `move` (an object
+store's folder move with every object copied but the last, `ObjectStorage.move_dir`).
 
 `HUDILITE_KILL_BARRIER=<folder>:<n>` makes a process (or thread) that reaches the phase first
 leave a file in `<folder>` and wait until `n` are there: several writes of one process (or the

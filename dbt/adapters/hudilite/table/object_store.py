@@ -10,9 +10,10 @@ What differs from a file system, and how each method keeps the `Storage` contrac
   that the store really refuses (a store that silently overwrites is one clear error).
 - No mtime update. `touch` (the writers' heartbeats) rewrites the object only if its ETag is
   the one just read, so a heartbeat never overwrites a tombstone written meanwhile.
-- No folders. `make_dirs` does nothing; `exists` of a folder is "some key under it";
+- No folders, no rename. `make_dirs` does nothing; `exists` of a folder is "some key under it";
   listings are paginated and scoped to the prefix; `delete_dir` deletes in batches of 1,000
-  keys (S3 DeleteObjects).
+  keys (S3 DeleteObjects); `move_dir` copies then deletes, in an order that keeps a table
+  from looking whole before it is.
 - Uploads. `open_output` streams a multipart upload once the data passes the buffer size;
   the object appears only when the stream is closed after a success. A stream closed while
   an exception propagates, or aborted, or left by a killed process, leaves no object (a
@@ -56,6 +57,7 @@ AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
 SCHEMES = S3_SCHEMES + GCS_SCHEMES + AZURE_SCHEMES
 
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1,000 keys
+COPY_THREADS = 16  # server-side copies in flight when a folder moves
 UPLOAD_BUFFER_BYTES = 16 * 1024 * 1024  # one PUT below it; parts of this size above it
 THROTTLE_RETRIES = 8
 PUBLISH_ATTEMPTS = 6  # a publishing PUT: each attempt sent by the seam, after its own lease check
@@ -606,6 +608,33 @@ class ObjectStorage(Storage):
     def delete_dir(self, rel: str) -> None:
         """Every object under `rel` (there is no folder to remove), 1,000 keys a request."""
         self.delete_keys([o["path"] for o in self._objects(rel)])
+
+    # ---- moves -------------------------------------------------------------------------
+    def move_dir(self, src: str, dst: str, last: str = "") -> None:
+        """Copy every object under `src` to the same place under `dst` (server-side copies,
+        `COPY_THREADS` at a time), `last` after all the others; then delete `src`'s objects,
+        `last` first. Not atomic: `dst` holds `last` only once it is whole, and `src` stops
+        holding it before it is partial, so with `last` the table's hoodie.properties, each
+        side is a table only while whole. A caller that must survive a kill in between keeps a
+        record of the move and does it again (the catalog's swap)."""
+        import obstore
+        from concurrent.futures import ThreadPoolExecutor
+
+        from . import faults
+        src_prefix, dst_prefix = self.key(src) + "/", self.key(dst) + "/"
+        keys = [o["path"] for o in self._objects(src)]
+        last_key = src_prefix + last if last else None
+        rest = [k for k in keys if k != last_key]
+
+        def copy(key: str) -> None:
+            _retrying(lambda: obstore.copy(self.store, key, dst_prefix + key[len(src_prefix):]))
+        with ThreadPoolExecutor(COPY_THREADS) as pool:
+            list(pool.map(copy, rest))
+        faults.reach("move")
+        if last_key in keys:
+            copy(last_key)
+            self.delete_keys([last_key])
+        self.delete_keys(rest)
 
     # ---- streams -----------------------------------------------------------------------
     def open_input(self, rel: str):

@@ -162,6 +162,13 @@ class Storage:
         except FileNotFoundError:
             pass
 
+    def move_dir(self, src: str, dst: str, last: str = "") -> None:
+        """Move the folder `src` to `dst`, which must not exist: one rename, all or nothing.
+        (An object store has no rename and copies: `last`, a path inside the folder, is what
+        makes it count there, see `ObjectStorage.move_dir`.)"""
+        self.make_dirs(posixpath.dirname(dst))
+        self._fs.move(self.full_path(src), self.full_path(dst))
+
     def open_input(self, rel: str):
         """A random-access file (parquet footers and row groups are read by offset)."""
         return self._fs.open_input_file(self.full_path(rel))
