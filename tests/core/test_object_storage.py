@@ -647,14 +647,18 @@ def core_tables(s3, tmp_path_factory):
     return base, results
 
 
-def _hudi_rs(uri, as_of=None, columns=("event_id", "region", "amount")):
+def _hudi_rs_rows(uri, as_of=None):
+    """The rows hudi-rs reads from the table at `uri` on the S3 server, as dicts."""
     import hudi
     options = {"aws_endpoint_url": os.environ["AWS_ENDPOINT_URL"], "aws_allow_http": "true",
                "aws_region": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
     table = hudi.HudiTableBuilder.from_base_uri(uri).with_storage_options(options).build()
     batches = table.read(hudi.HudiReadOptions().with_as_of_timestamp(as_of)) if as_of else table.read()
-    rows = pa.Table.from_batches(batches).to_pylist() if batches else []
-    return sorted([r[c] for c in columns] for r in rows)
+    return pa.Table.from_batches(batches).to_pylist() if batches else []
+
+
+def _hudi_rs(uri, as_of=None, columns=("event_id", "region", "amount")):
+    return sorted([r[c] for c in columns] for r in _hudi_rs_rows(uri, as_of))
 
 
 def _events(ids, region=None, amount=None):
@@ -907,13 +911,8 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
         run = subprocess.run([dbt, "build", "--vars", f"{{day: {day}}}", "--project-dir", str(project),
                               "--profiles-dir", str(project)], capture_output=True, text=True, env=env, timeout=900)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    import hudi
-    options = {"aws_endpoint_url": s3, "aws_allow_http": "true", "aws_region": "us-east-1",
-               "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-
     def rows(name, columns):
-        table = hudi.HudiTableBuilder.from_base_uri(f"{root}/analytics/{name}").with_storage_options(options).build()
-        return sorted(tuple(r[c] for c in columns) for r in pa.Table.from_batches(table.read()).to_pylist())
+        return sorted(tuple(r[c] for c in columns) for r in _hudi_rs_rows(f"{root}/analytics/{name}"))
 
     assert rows("events", ["id", "region", "amount"]) == [(11, "eu", 1.5), (12, "us", 2.5), (21, "eu", 1.5), (22, "us", 2.5)]
     assert rows("accounts", ["id", "version"]) == [(1, "v2"), (2, "v1"), (3, "v2")]
@@ -937,6 +936,20 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
     debug = subprocess.run([dbt, "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
                            capture_output=True, text=True, env=env, timeout=600)
     assert debug.returncode != 0 and "bucket s3://no-such-bucket-hudilite not found" in debug.stdout, debug.stdout[-3000:]
+
+
+def test_the_demo_project_builds_on_s3(s3, spark, tmp_path):
+    """integration_projects/web_analytics with `location_root: s3://...` (the endpoint from the
+    environment, as on a host): two days of `dbt build`, then the tables hold what they hold on
+    local disk, read by hudi-rs from the endpoint."""
+    from tests.functional.test_demo_project import assert_two_demo_days, dbt_build
+    root = f"s3://{BUCKET}/demo-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ, HUDILITE_LOCATION_ROOT=root, PYSPARK_PYTHON=sys.executable, TZ="UTC")
+    for run_date in ("2026-11-20", "2026-11-21"):
+        build = dbt_build(tmp_path, env, run_date)
+        assert build.returncode == 0, build.stdout[-5000:]
+        assert "PASS=29 WARN=0 ERROR=0 SKIP=0" in build.stdout
+    assert_two_demo_days(spark, root, rows=lambda name: _hudi_rs_rows(f"{root}/analytics/{name}"))
 
 
 def test_a_lease_is_judged_by_what_the_waiter_saw_not_by_wall_clocks():
