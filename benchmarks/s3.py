@@ -22,11 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 import uuid
 from typing import Callable, List
 
@@ -42,25 +38,10 @@ def start_server():
     pointing at the proxy, a bucket; returns (process, endpoint). Call before the Spark session
     starts (its tasks inherit the environment)."""
     global _proxy
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(server + "/moto-api/", timeout=2).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"moto_server did not start on {server}")
-            time.sleep(0.2)
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    from tests.core.s3_proxy import S3Proxy
+    from tests.core.s3_proxy import S3Proxy, start_moto_server
+    proc, server = start_moto_server()
     _proxy = S3Proxy(server)
     endpoint = _proxy.url
     os.environ.update(CREDENTIALS, AWS_ENDPOINT_URL=endpoint, AWS_ALLOW_HTTP="true")

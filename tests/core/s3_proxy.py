@@ -13,13 +13,39 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import socket
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlparse
 
 KINDS = ("LIST", "GET", "HEAD", "PUT", "POST", "DELETE")
+
+
+def start_moto_server() -> Tuple[subprocess.Popen, str]:
+    """A moto S3 server (server mode, it honours If-None-Match and If-Match) on a free port of
+    127.0.0.1: (its process, its endpoint), once it answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).read()
+            return proc, endpoint
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"moto_server did not start on {endpoint}")
+            time.sleep(0.2)
 
 
 @dataclass(frozen=True)

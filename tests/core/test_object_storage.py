@@ -9,12 +9,10 @@ listing and the conditional put, not left to timing.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,36 +28,17 @@ from dbt.adapters.hudilite.table.lock import TableLock
 from dbt.adapters.hudilite.table.object_store import ObjectStorage, ObjectStoreError
 from dbt.adapters.hudilite.table.storage import Storage
 from dbt.adapters.hudilite.table import transaction
-from tests.core.s3_proxy import S3Proxy
+from tests.core.s3_proxy import S3Proxy, start_moto_server
 
 BUCKET = "hudilite-tests"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def s3_server():
     """A moto S3 server on a free port for the whole run; stopped at the end."""
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"moto_server did not start on {endpoint}")
-            time.sleep(0.2)
+    proc, endpoint = start_moto_server()
     yield endpoint
     proc.terminate()
     try:

@@ -2,12 +2,10 @@
 of the whole slice gives (`reference_merge`, row by row), with the slice cut anywhere: a worker
 holds one piece and the batch's rows, not the whole slice and its merged copy."""
 
-import random
-
 import pyarrow as pa
 
 from dbt.adapters.hudilite.table.upsert import merge_pieces
-from tests.unit.test_merge_slice import META, as_rows, reference_merge, slice_tables
+from tests.unit.test_merge_slice import META, as_rows, random_case, reference_merge, slice_tables
 
 
 
@@ -16,12 +14,7 @@ def test_merges_of_random_slices_cut_in_random_pieces_equal_the_row_by_row_rule(
     """Keys stored twice (in one piece or two), updates, deletes, moves out, new keys, older
     and null precombine values, in random mixes and random cuts."""
     for seed in range(250):
-        rng = random.Random(seed)
-        stored_rows = [(rng.randrange(30), f"s{j}", rng.choice([None, 1, 2, 3])) for j in range(rng.randrange(0, 25))]
-        keys = rng.sample(range(40), rng.randrange(0, 15))
-        incoming_rows = [(k, f"i{k}", rng.choice([None, 1, 2, 3]), rng.random() < 0.2, rng.choice(["p", "p", "p", "q"]))
-                         for k in keys]
-        precombine = rng.choice([None, "version"])
+        stored_rows, incoming_rows, precombine, rng = random_case(seed)
         base, batch = slice_tables(stored_rows, incoming_rows)
         cuts = sorted(rng.sample(range(1, max(2, len(stored_rows))), min(rng.randrange(0, 4), max(0, len(stored_rows) - 1))))
         bounds = [0] + cuts + [len(stored_rows)]

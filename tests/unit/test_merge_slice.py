@@ -140,19 +140,25 @@ def reference_merge(stored_rows, incoming_rows, partition, precombine):
 def test_merges_of_random_slices_equal_the_row_by_row_rule():
     """Keys stored twice, updates, deletes, moves out, new keys, older and null precombine
     values, in random mixes."""
-    import random
-
     for seed in range(300):
-        rng = random.Random(seed)
-        stored_rows = [(rng.randrange(30), f"s{j}", rng.choice([None, 1, 2, 3])) for j in range(rng.randrange(0, 25))]
-        keys = rng.sample(range(40), rng.randrange(0, 15))
-        incoming_rows = [(k, f"i{k}", rng.choice([None, 1, 2, 3]), rng.random() < 0.2, rng.choice(["p", "p", "p", "q"]))
-                         for k in keys]
-        precombine = rng.choice([None, "version"])
+        stored_rows, incoming_rows, precombine, _ = random_case(seed)
         base, batch = slice_tables(stored_rows, incoming_rows)
         merged, changed, removed = merge_slice(base, batch, "p", ["id", "name", "version"], precombine, None)
         expected, expected_changed, expected_removed = reference_merge(stored_rows, incoming_rows, "p", precombine)
         assert (as_rows(merged), changed, removed) == (expected, expected_changed, expected_removed), seed
+
+
+def random_case(seed):
+    """(stored rows, incoming rows, precombine field, the generator) of one random merge: keys
+    stored twice, updates, deletes, moves out of the partition, new keys, older and null
+    precombine values."""
+    import random
+    rng = random.Random(seed)
+    stored_rows = [(rng.randrange(30), f"s{j}", rng.choice([None, 1, 2, 3])) for j in range(rng.randrange(0, 25))]
+    keys = rng.sample(range(40), rng.randrange(0, 15))
+    incoming_rows = [(k, f"i{k}", rng.choice([None, 1, 2, 3]), rng.random() < 0.2, rng.choice(["p", "p", "p", "q"]))
+                     for k in keys]
+    return stored_rows, incoming_rows, rng.choice([None, "version"]), rng
 
 
 def slice_tables(stored_rows, incoming_rows):
