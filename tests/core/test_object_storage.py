@@ -917,17 +917,28 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
     assert debug.returncode != 0 and "bucket s3://no-such-bucket-hudilite not found" in debug.stdout, debug.stdout[-3000:]
 
 
-def test_the_demo_project_builds_on_s3(s3, spark, tmp_path):
-    """integration_projects/web_analytics with `location_root: s3://...` (the endpoint from the
-    environment, as on a host): two days of `dbt build`, then the tables hold what they hold on
-    local disk, read by hudi-rs from the endpoint."""
-    from tests.functional.test_demo_project import assert_two_demo_days, dbt_build
+def test_the_demo_project_builds_on_a_standalone_cluster_with_its_tables_on_s3(s3, spark, tmp_path):
+    """integration_projects/web_analytics as a team outgrowing one machine runs it: Spark on a
+    standalone cluster (executors in the worker's processes: driver and executors share nothing
+    but the store) and `location_root: s3://...` (the endpoint from the environment, as on a
+    host). Two days of `dbt build`, every build on the cluster, no JVM noise on the console; the
+    tables hold what they hold on local disk, read by hudi-rs from the endpoint."""
+    from tests.cluster import standalone_cluster
+    from tests.functional.demo_project import assert_two_demo_days, dbt_build
     root = f"s3://{BUCKET}/demo-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ, HUDILITE_LOCATION_ROOT=root, PYSPARK_PYTHON=sys.executable, TZ="UTC")
-    for run_date in ("2026-11-20", "2026-11-21"):
-        build = dbt_build(tmp_path, env, run_date)
-        assert build.returncode == 0, build.stdout[-5000:]
-        assert "PASS=29 WARN=0 ERROR=0 SKIP=0" in build.stdout
+    with standalone_cluster() as master:  # its worker inherits the host's environment (endpoint, credentials)
+        env = dict(os.environ, HUDILITE_SPARK_MASTER=master, HUDILITE_LOCATION_ROOT=root,
+                   PYSPARK_PYTHON=sys.executable, TZ="UTC")
+        for run_date in ("2026-11-20", "2026-11-21"):
+            build = dbt_build(tmp_path, env, run_date)
+            assert build.returncode == 0, build.stdout[-5000:]
+            assert "PASS=29 WARN=0 ERROR=0 SKIP=0" in build.stdout
+            console = build.stdout + build.stderr  # dbt's lines only: the JVM's go to dbt's log folder
+            jvm_lines = [line for line in console.splitlines()
+                         if "WARNING: Using incubator" in line or " WARN " in line or "log4j" in line]
+            assert jvm_lines == [], jvm_lines
+            assert os.path.exists(tmp_path / "logs" / "spark.log")
+        assert master.applications() == ["dbt-hudilite"] * 2  # every build ran on the cluster
     assert_two_demo_days(spark, root, rows=lambda name: _hudi_rs_rows(f"{root}/analytics/{name}"))
 
 

@@ -10,7 +10,7 @@ import sys
 
 from dbt.adapters.hudilite.table import HudiTable
 from tests.core.hudi_rs import assert_hudi_rs_agrees
-from tests.functional.test_demo_project import assert_two_demo_days, dbt_build
+from tests.functional.demo_project import assert_two_demo_days, dbt_build
 
 DBT = os.path.join(os.path.dirname(sys.executable), "dbt")
 

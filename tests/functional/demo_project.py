@@ -1,4 +1,6 @@
-"""The demo project end to end through a real standalone cluster (the profile's spark.master)."""
+"""The demo project (integration_projects/web_analytics) run by the tests: `dbt build` of a day,
+and what its tables hold after two days. Its runs: over Spark Connect (test_spark_connect.py),
+on a standalone cluster with its tables on S3 (tests/core/test_object_storage.py)."""
 
 import os
 import subprocess
@@ -6,7 +8,6 @@ import sys
 from collections import Counter
 
 from dbt.adapters.hudilite.table import HudiTable
-from tests.cluster import standalone_cluster
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
 PROJECT = os.path.join(os.path.dirname(__file__), "..", "..", "integration_projects", "web_analytics")
@@ -17,26 +18,6 @@ def dbt_build(tmp_path, env, run_date, *extra):
                "--profiles-dir", PROJECT, "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs"),
                "--vars", f"{{run_date: '{run_date}'}}", *extra]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-
-
-def test_demo_project_builds_on_a_standalone_cluster(spark, tmp_path):
-    """Two days (run_demo.py runs three; the cluster's start-up makes each build slow here)."""
-    lakehouse = tmp_path / "lakehouse"
-    with standalone_cluster() as master:
-        env = dict(os.environ, HUDILITE_SPARK_MASTER=master, HUDILITE_LOCATION_ROOT=str(lakehouse),
-                   PYSPARK_PYTHON=sys.executable)
-        for run_date in ("2026-11-20", "2026-11-21"):
-            build = dbt_build(tmp_path, env, run_date)
-            assert build.returncode == 0, build.stdout[-5000:]
-            assert "PASS=29 WARN=0 ERROR=0 SKIP=0" in build.stdout
-            console = build.stdout + build.stderr  # dbt's lines only: the JVM's go to dbt's log folder
-            jvm_lines = [line for line in console.splitlines()
-                         if "WARNING: Using incubator" in line or " WARN " in line or "log4j" in line]
-            assert jvm_lines == [], jvm_lines
-            assert os.path.exists(tmp_path / "logs" / "spark.log")
-        assert master.applications() == ["dbt-hudilite"] * 2  # every build ran on the cluster
-
-    assert_two_demo_days(spark, lakehouse)
 
 
 def assert_two_demo_days(spark, lakehouse, rows=None):
