@@ -200,11 +200,11 @@ def rebuilds(spark, events, HudiTable, root: str) -> dict:
         old = HudiTable.create(spark, catalog.table_path("a", name), name, partition_by="region", record_key="event_id")
         old.insert(events(range(0, 6)))
         new = HudiTable.create(spark, catalog.rebuild_path("a", name), name, record_key="event_id")
-        new.insert(events(range(10, 14)))
+        instant = new.insert(events(range(10, 14)))
         if cut == "none":
-            catalog.swap_in("a", name)
+            catalog.swap_in("a", name, instant)
         else:
-            killed = subprocess.run([sys.executable, "-m", "tests.core.swap_killer", root, "a", name],
+            killed = subprocess.run([sys.executable, "-m", "tests.core.swap_killer", root, "a", name, instant],
                                     env=dict(os.environ, HUDILITE_KILL_AT=cut), capture_output=True, text=True,
                                     timeout=300)
             out[f"{name}_killed"] = {"returncode": killed.returncode, "stdout": killed.stdout,

@@ -188,3 +188,79 @@ def test_an_entry_dropped_behind_the_routers_back_is_made_again(spark, tmp_path)
     spark.sql("drop view s.v")
     assert [r.id10 for r in run_statement(catalog, "select id10 from s.v").collect()] == [10]
     assert [r.id for r in run_statement(catalog, "select id from s.t").collect()] == [1]
+
+
+# ---- rebuilds with a new layout, swapped in (StorageCatalog.swap_in) ---------------------------
+def _rebuild(spark, catalog, name):
+    """`a.<name>` partitioned by p with rows 1-3, and a committed rebuild of it, not partitioned,
+    with rows 10-11 (the rebuild's instant)."""
+    schema = "id long, p string"
+    old = HudiTable.create(spark, catalog.table_path("a", name), name, partition_by="p")
+    old.insert(spark.createDataFrame([(1, "x"), (2, "y"), (3, "x")], schema))
+    staged = HudiTable.create(spark, catalog.rebuild_path("a", name), name)
+    return old, staged.insert(spark.createDataFrame([(10, "x"), (11, "y")], schema))
+
+
+def _ids(table):
+    return sorted(r.id for r in table.read().collect())
+
+
+def test_a_write_that_began_on_the_table_a_rebuild_replaced_publishes_nothing(spark, tmp_path):
+    """A writer opened the old table and was writing when the rebuild was swapped in: under the
+    table lock it finds hoodie.properties is not the one it began with, and publishes nothing
+    into the new table."""
+    import pytest
+    from dbt.adapters.hudilite.table import TableReplacedError
+    catalog = StorageCatalog(spark, str(tmp_path))
+    old, instant = _rebuild(spark, catalog, "t")
+    ctx = old.context
+    publish = ctx.commit
+
+    def swap_then_publish(txn, *args, **kwargs):
+        ctx.commit = publish
+        catalog.swap_in("a", "t", instant)
+        return publish(txn, *args, **kwargs)
+
+    ctx.commit = swap_then_publish
+    with pytest.raises(TableReplacedError, match="dropped or replaced by a rebuild"):
+        old.insert(spark.createDataFrame([(4, "x")], "id long, p string"))
+    with pytest.raises(TableReplacedError):  # and again with that handle: refused before anything is written
+        old.insert(spark.createDataFrame([(5, "x")], "id long, p string"))
+    new = catalog.open("a", "t")
+    assert _ids(new) == [10, 11] and [i.timestamp for i in new.timeline()] == [instant]
+    assert new.config.partition_fields == [] and new.validate() == []
+
+
+def test_a_swap_cut_short_is_finished_by_the_next_look_or_the_next_rebuild(spark, tmp_path, monkeypatch):
+    """Cut with the old table deleted and the rebuild not moved in (locally a rename), the name
+    holds no table: the next look finishes the swap; so does the next rebuild's `rebuild_path`
+    before it empties the rebuild folder. A rebuild that is not the one committed at the
+    instant given (another rebuild took its place) is refused and the table left as it was."""
+    import pytest
+    from dbt.adapters.hudilite.table import ConfigurationError, faults
+
+    class Cut(Exception):
+        pass
+
+    def cut(phase):
+        if phase == "swap":
+            raise Cut()
+
+    catalog = StorageCatalog(spark, str(tmp_path))
+    for name, finish in (("by_look", lambda c: c.open("a", "by_look")),
+                         ("by_rebuild", lambda c: c.rebuild_path("a", "by_rebuild"))):
+        _, instant = _rebuild(spark, catalog, name)
+        monkeypatch.setattr(faults, "reach", cut)
+        with pytest.raises(Cut):
+            catalog.swap_in("a", name, instant)
+        monkeypatch.undo()
+        assert not HudiTable.exists(catalog.table_path("a", name))
+        finish(StorageCatalog(spark, str(tmp_path)))  # a new process
+        table = HudiTable.open(spark, catalog.table_path("a", name))
+        assert _ids(table) == [10, 11] and table.validate() == [], name
+        assert not (tmp_path / "a" / ".hudilite_swaps" / name / "swap.json").exists()
+
+    old, instant = _rebuild(spark, catalog, "stale")
+    with pytest.raises(ConfigurationError, match="its rebuild is gone"):
+        catalog.swap_in("a", "stale", "20000101000000000")  # not the instant the rebuild committed
+    assert _ids(catalog.open("a", "stale")) == [1, 2, 3]

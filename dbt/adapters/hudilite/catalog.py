@@ -129,49 +129,65 @@ class StorageCatalog:
     def rebuild_path(self, schema: str, name: str) -> str:
         """Where a rebuild of `schema.name` with a new layout builds its table (emptied first: a
         rebuild that failed or was killed before its swap leaves one behind), while the table it
-        replaces stays readable with its history."""
+        replaces stays readable with its history. A swap of the name under way (another
+        process's) is waited for, or finished when cut short, before the folder is emptied."""
         folder = self._rebuild_folder(schema, name)
-        self.storage.delete_dir(folder)
+        with self._swap_lock(schema, name) as lock:
+            self._finish_swap_locked(schema, name, lock)
+            self.storage.delete_dir(folder)
         return posixpath.join(self.root, folder)
 
     def discard_rebuild(self, schema: str, name: str) -> None:
         self.storage.delete_dir(self._rebuild_folder(schema, name))
 
-    def swap_in(self, schema: str, name: str) -> HudiTable:
-        """Put the committed table at `rebuild_path` in the place of `schema.name` (if it held a
-        table: a model that was a view has none). Under the swap's own lock: a record of the
-        rebuild's last commit is written, the old table is deleted (its hoodie.properties first,
-        under its lock, so no commit of it is half published and it stops being a table before
-        it is partial), the rebuild is moved in (a rename; on an object store copies, its
-        hoodie.properties last), and the record deleted. A process killed on the way leaves the
-        record: the next look at the name finishes the swap (`_finish_swap`); killed before the
-        old table's deletion began, the old table stays, whole."""
+    def swap_in(self, schema: str, name: str, instant: str) -> HudiTable:
+        """Put the table at `rebuild_path`, committed at `instant`, in the place of `schema.name`
+        (if it held a table: a model that was a view has none). Under the swap's own lock:
+        1. a record of the rebuild's last commit (`swap.json`, phase "delete");
+        2. the old table deleted, its hoodie.properties first, under its own lock (so no commit
+           of it is half published, and it stops being a table before it is partial); then the
+           record's phase is "copy", and from then on the name's folder is never emptied again;
+        3. the rebuild moved in (a rename; on an object store copies, hoodie.properties last,
+           then the rebuild's objects deleted);
+        4. the record deleted.
+        A process killed on the way leaves the record: the next look at the name (or the next
+        rebuild of it) finishes the swap; killed before step 2 began, the old table stays whole."""
         staged = posixpath.join(self.root, self._rebuild_folder(schema, name))
-        with self._lock, TableLock(self._swap_storage(schema, name)):
+        with self._swap_lock(schema, name) as lock:
             record = _last_commit(self.spark, staged)
-            if record is None:
+            if record is None or posixpath.basename(record["instant"]).split(".")[0] != instant:
                 raise ConfigurationError(f"{schema}.{name}: its rebuild is gone (another rebuild of it started "
                                          "meanwhile); the table is as it was")
-            self._drop_entry(schema, name)
-            self.storage.write_bytes(self._swap_record(schema, name), json.dumps(record).encode())
-            self._replace(schema, name)
+            with self._lock:
+                self._drop_entry(schema, name)
+            self._write_record(schema, name, dict(record, phase="delete"))
+            self._replace(schema, name, dict(record, phase="delete"), lock)
         return self.open(schema, name)
 
-    def _swap_storage(self, schema: str, name: str) -> Storage:
-        """The folder of a swap's lock and record: `<schema>/.hudilite_swaps/<name>`."""
-        return Storage(posixpath.join(self.root, self.folder(schema), SWAPS_DIR, folder_name(name, "name")))
+    def _swap_lock(self, schema: str, name: str) -> TableLock:
+        """The lock of swaps of `schema.name`, in `<schema>/.hudilite_swaps/<name>/` with its record."""
+        return TableLock(Storage(posixpath.join(self.root, posixpath.dirname(self._swap_record(schema, name)))))
 
     def _swap_record(self, schema: str, name: str) -> str:
         return posixpath.join(self.folder(schema), SWAPS_DIR, folder_name(name, "name"), SWAP_RECORD)
 
-    def _replace(self, schema: str, name: str) -> None:
-        """The swap's steps after its record: each may run again after a kill."""
+    def _write_record(self, schema: str, name: str, record: Dict[str, str]) -> None:
+        path = self._swap_record(schema, name)
+        self.storage.write_atomic(path, json.dumps(record).encode(), posixpath.dirname(path))
+
+    def _replace(self, schema: str, name: str, record: Dict[str, str], lock: TableLock) -> None:
+        """Steps 2-4 of `swap_in`, from the record's phase: each may run again after a kill."""
         folder = self.folder(schema, name)
-        if HudiTable.exists(self.table_path(schema, name)):
-            with TableLock(Storage(self.table_path(schema, name))):
-                self.storage.delete_file(posixpath.join(folder, PROPERTIES_FILE))
-        self.storage.delete_dir(folder)
+        if record["phase"] == "delete":
+            lock.check()
+            if HudiTable.exists(self.table_path(schema, name)):
+                with TableLock(Storage(self.table_path(schema, name))):
+                    self.storage.delete_file(posixpath.join(folder, PROPERTIES_FILE))
+                    self.storage.delete_dir(folder)
+            self.storage.delete_dir(folder)  # what a deletion cut short left
+            self._write_record(schema, name, dict(record, phase="copy"))
         faults.reach("swap")
+        lock.check()
         self.storage.move_dir(self._rebuild_folder(schema, name), folder, last=PROPERTIES_FILE)
         self.storage.delete_file(self._swap_record(schema, name))
 
@@ -183,15 +199,20 @@ class StorageCatalog:
             return False
         if _read_json(self.storage, record_path) is None:  # the common case: one read
             return False
-        with self._lock, TableLock(self._swap_storage(schema, name)):
-            record = _read_json(self.storage, record_path)  # again, under the lock
-            table_path = self.table_path(schema, name)
-            if record is not None and not _holds(table_path, record):
-                staged = posixpath.join(self.root, self._rebuild_folder(schema, name))
-                if _holds(staged, record):
-                    self._replace(schema, name)
-            self.storage.delete_file(record_path)  # done, or its rebuild is gone
-            return HudiTable.exists(table_path)
+        with self._swap_lock(schema, name) as lock:
+            self._finish_swap_locked(schema, name, lock)
+        return HudiTable.exists(self.table_path(schema, name))
+
+    def _finish_swap_locked(self, schema: str, name: str, lock: TableLock) -> None:
+        record = _read_json(self.storage, self._swap_record(schema, name))
+        if record is None or _holds(self.table_path(schema, name), record):
+            pass  # no swap, or done but for its record
+        elif _holds(posixpath.join(self.root, self._rebuild_folder(schema, name)), record):
+            self._replace(schema, name, record, lock)
+            return
+        elif record.get("phase") == "copy" or not HudiTable.exists(self.table_path(schema, name)):
+            self.storage.delete_dir(self.folder(schema, name))  # the rebuild went: what was copied is no table
+        self.storage.delete_file(self._swap_record(schema, name))
 
     # ---- the Spark catalog ------------------------------------------------------------------
     def resolve(self, names: Iterable[Sequence[str]]) -> None:

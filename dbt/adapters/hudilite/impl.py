@@ -308,7 +308,7 @@ class HudiliteAdapter(SparkAdapter):
         finally:
             table.checkpoints = {}
         if beside:
-            table = catalog.swap_in(schema, name)
+            table = catalog.swap_in(schema, name, instant)
         if was_view:  # the model was a view before: the table takes its place once it holds the rows
             catalog.drop_view(schema, name)
         catalog.register(schema, name, table)

@@ -18,6 +18,7 @@ from .errors import (
     HudiliteError,
     SchemaError,
     SparkEnvironmentError,
+    TableReplacedError,
     TimelineError,
 )
 from .file_sizing import FileSizing
@@ -29,7 +30,8 @@ from .table import HudiTable
 
 __all__ = [
     "CleanPlan", "CommitMetadata", "ConcurrentWriteError", "ConfigurationError", "CorruptTableError", "DataError",
-    "FileSizing", "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "SparkEnvironmentError", "Storage", "TableServices", "TimelineError",
+    "FileSizing", "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "SparkEnvironmentError", "Storage", "TableReplacedError", "TableServices",
+    "TimelineError",
     "WriteStat",
     "quote",
 ]

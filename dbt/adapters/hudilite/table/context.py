@@ -22,7 +22,8 @@ from . import faults
 from . import properties as props
 from .properties import KEYGEN_COMPLEX, KEYGEN_CUSTOM, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE, KEYGEN_TIMESTAMP
 from .commit import CHECKPOINT_PREFIX, SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
-from .errors import ConcurrentWriteError, ConfigurationError, DataError, HudiliteError, SchemaError, TimelineError
+from .errors import (ConcurrentWriteError, ConfigurationError, DataError, HudiliteError, SchemaError,
+                     TableReplacedError, TimelineError)
 from .file_group import BaseFile, FileSystemView
 from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
@@ -30,7 +31,7 @@ from .instant import CLEAN, RESTORE, Instant
 from .key_ranges import KeyRangeIndex
 from .keygen import (ARROW_KEY_TYPES, SIMPLE, TIMESTAMP, KeyGenerator, PartitionFormat, TimestampPartition,
                      VirtualKeys, formats_in_task, partition_grouping, partition_path, record_key, task_row_index)
-from .layout import CLEAN_STATE, archived_dir
+from .layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir
 from .lock import TableLock
 from .reader import literal_path, read_base_files, read_data_files
 from .record_index import RecordIndex, Sharding, entry_key_of
@@ -284,6 +285,7 @@ class TableContext:
         after such a change (its keys would be missing). Its schema is compared with that of
         concurrent commits (`conflict.py`)."""
         self.check_writable()
+        self.check_not_replaced()
         shards_at_start = _shards(self.index.state())
         schema_at_start = self.committed_schema()
 
@@ -292,6 +294,7 @@ class TableContext:
         read_from = {source: start for source, (start, _) in self.checkpoints.items() if start is not None}
 
         def changed_meanwhile() -> Optional[str]:
+            self.check_not_replaced()
             if _shards(self.index.state()) != shards_at_start:
                 return "the record index was built, resharded or rewritten in a new format while this write ran"
             for source, start in read_from.items():
@@ -302,6 +305,19 @@ class TableContext:
 
         return WriteTransaction(self.storage, self.timeline, action, None if self.config.auto_keys else self.keys_in,
                                 changed_meanwhile, None if schema_at_start is None else to_json(schema_at_start))
+
+    def check_not_replaced(self) -> None:
+        """The table at this path is still the one this handle opened: not dropped, and not
+        replaced by a rebuild with another layout (hoodie.properties is written when a table is
+        made, never by a commit). Checked when a write begins and under the lock before it
+        publishes; not a conflict to retry, as a retry with this handle would write its layout."""
+        try:
+            current = read_config(self.storage)
+        except FileNotFoundError:
+            current = None
+        if current != self.config:
+            raise TableReplacedError(f"table {self.name} at {self.storage.base_path} was dropped or replaced by a "
+                                     "rebuild since it was opened; nothing was published: open it again")
 
     def checkpoint(self, source: str) -> Optional[str]:
         """The instant of `source` up to which this table's latest write that recorded one
@@ -651,3 +667,12 @@ class TableContext:
         except Exception as err:  # noqa: BLE001 - see above
             logger.warning("table %s: index maintenance after the commit failed, the next write retries it: %s",
                            self.name, err)
+
+
+def read_config(storage: Storage) -> props.TableConfig:
+    """The table's config, from its hoodie.properties."""
+    return config_from_text(storage.read_text(PROPERTIES_FILE))
+
+
+def config_from_text(text: str) -> props.TableConfig:
+    return props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))

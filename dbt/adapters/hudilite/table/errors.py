@@ -37,6 +37,11 @@ class ConcurrentWriteError(HudiliteError, RuntimeError):
     pass
 
 
+class TableReplacedError(HudiliteError, RuntimeError):
+    """The table at a path is no longer the one a handle opened (dropped, or a rebuild swapped
+    in): nothing was published, and retrying with that handle would not help."""
+
+
 class CorruptTableError(HudiliteError, RuntimeError):
     pass
 

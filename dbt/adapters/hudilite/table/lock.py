@@ -214,6 +214,8 @@ class TableLock:
     def check(self) -> None:
         """Raise unless this lease is certainly still ours for MARGIN_S more (a holder stalled
         past its renewals may have been taken over)."""
+        if self._renewer is None:  # not a lease: a flock is never taken over
+            return
         if self._lost or time.monotonic() - self._renewed_at > self.lease_s - min(MARGIN_S, self.lease_s / 3):
             raise ConcurrentWriteError(f"table at {self.storage.base_path}: this writer's lease on the table lock "
                                        f"({LOCK_FILE}) ran out or was taken over; nothing was published")

@@ -34,7 +34,7 @@ from .cleaner import (
     CleanPolicy,
 )
 from .commit import UPSERT, CommitMetadata
-from .context import TableContext, schema_mode
+from .context import TableContext, config_from_text, read_config, schema_mode
 from .environment import check_python_workers
 from .errors import ConfigurationError, CorruptTableError, TimelineError
 from .file_group import BaseFile
@@ -101,18 +101,19 @@ class HudiTable:
             virtual_keys=virtual_keys, create_schema=None if schema is None else to_avro(data_columns(schema), name),
         )
         config.check_new()
+        text = props.dumps(config.to_properties())
         try:
-            storage.write_atomic(PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)
+            storage.write_atomic(PROPERTIES_FILE, text.encode(), TMP_DIR)
         except OSError as err:
             raise ConfigurationError(f"cannot create table {name} at {storage.base_path}: {err}") from None
-        return cls(spark, storage, config)
+        return cls(spark, storage, config_from_text(text))  # as a later open reads it
 
     @classmethod
     def open(cls, spark: SparkSession, path: str) -> "HudiTable":
         storage = Storage(path)
         if not storage.exists(PROPERTIES_FILE):
             raise ConfigurationError(f"{storage.base_path} is not a Hudi table (no {PROPERTIES_FILE})")
-        config = _read_config(storage)
+        config = read_config(storage)
         table = cls(spark, storage, config)
         try:  # Java's writer may have archived part of the timeline: its archive must be readable
             table.context.timeline.archived()
@@ -131,7 +132,7 @@ class HudiTable:
         Java writers of the table must run with that setting from then on."""
         dropped = metadata_table.drop(self.storage)
         if dropped:
-            self.context = TableContext(self.spark, self.storage, _read_config(self.storage))
+            self.context = TableContext(self.spark, self.storage, read_config(self.storage))
         return dropped
 
     @property
@@ -402,6 +403,3 @@ class HudiTable:
         return self.context.earliest_retained()
 
 
-def _read_config(storage: Storage) -> props.TableConfig:
-    text = storage.read_text(PROPERTIES_FILE)
-    return props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))
