@@ -308,14 +308,14 @@ class TableContext:
 
     def check_not_replaced(self) -> None:
         """The table at this path is still the one this handle opened: not dropped, and not
-        replaced by a rebuild with another layout (hoodie.properties is written when a table is
-        made, never by a commit). Checked when a write begins and under the lock before it
+        replaced by a rebuild with another layout (what hoodie.properties fixes when a table is
+        made). Checked when a write begins and under the lock before it
         publishes; not a conflict to retry, as a retry with this handle would write its layout."""
         try:
             current = read_config(self.storage)
         except FileNotFoundError:
             current = None
-        if current != self.config:
+        if current is None or current.layout() != self.config.layout():
             raise TableReplacedError(f"table {self.name} at {self.storage.base_path} was dropped or replaced by a "
                                      "rebuild since it was opened; nothing was published: open it again")
 
@@ -671,8 +671,5 @@ class TableContext:
 
 def read_config(storage: Storage) -> props.TableConfig:
     """The table's config, from its hoodie.properties."""
-    return config_from_text(storage.read_text(PROPERTIES_FILE))
-
-
-def config_from_text(text: str) -> props.TableConfig:
+    text = storage.read_text(PROPERTIES_FILE)
     return props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))

@@ -146,6 +146,11 @@ class TableConfig:
                                      "key: auto-generated keys exist only in _hoodie_record_key, which such a table "
                                      "leaves empty")
 
+    def layout(self) -> tuple:
+        """What a rebuild with a new layout changes (it is built as another table)."""
+        return (self.name, self.partition_fields, self.record_key_fields, self.precombine_field,
+                self.parquet_encoding, self.virtual_keys)
+
     @property
     def auto_keys(self) -> bool:
         return not self.record_key_fields

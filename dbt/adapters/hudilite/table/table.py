@@ -34,7 +34,7 @@ from .cleaner import (
     CleanPolicy,
 )
 from .commit import UPSERT, CommitMetadata
-from .context import TableContext, config_from_text, read_config, schema_mode
+from .context import TableContext, read_config, schema_mode
 from .environment import check_python_workers
 from .errors import ConfigurationError, CorruptTableError, TimelineError
 from .file_group import BaseFile
@@ -101,12 +101,11 @@ class HudiTable:
             virtual_keys=virtual_keys, create_schema=None if schema is None else to_avro(data_columns(schema), name),
         )
         config.check_new()
-        text = props.dumps(config.to_properties())
         try:
-            storage.write_atomic(PROPERTIES_FILE, text.encode(), TMP_DIR)
+            storage.write_atomic(PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)
         except OSError as err:
             raise ConfigurationError(f"cannot create table {name} at {storage.base_path}: {err}") from None
-        return cls(spark, storage, config_from_text(text))  # as a later open reads it
+        return cls(spark, storage, config)
 
     @classmethod
     def open(cls, spark: SparkSession, path: str) -> "HudiTable":
