@@ -264,3 +264,20 @@ def test_a_swap_cut_short_is_finished_by_the_next_look_or_the_next_rebuild(spark
     with pytest.raises(ConfigurationError, match="its rebuild is gone"):
         catalog.swap_in("a", "stale", "20000101000000000")  # not the instant the rebuild committed
     assert _ids(catalog.open("a", "stale")) == [1, 2, 3]
+
+
+def test_a_rename_onto_a_name_that_holds_files_is_refused_and_moves_nothing(spark, tmp_path):
+    from dbt.adapters.hudilite.table import ConfigurationError
+    import pytest
+    catalog = StorageCatalog(spark, str(tmp_path))
+    _, instant = _rebuild(spark, catalog, "src")
+    (tmp_path / "a" / "dst").mkdir()
+    (tmp_path / "a" / "dst" / "stray.txt").write_text("not a table")
+    with pytest.raises(ConfigurationError, match=r"cannot rename table a.src to a.dst: the name is taken .*a/dst holds files"):
+        catalog.rename_table("a", "src", "a", "dst")
+    assert _ids(catalog.open("a", "src")) == [1, 2, 3]
+    (tmp_path / "a" / "dst" / "stray.txt").unlink()
+    (tmp_path / "a" / "dst").rmdir()
+    catalog.rename_table("a", "src", "a", "dst")
+    assert _ids(catalog.open("a", "dst")) == [1, 2, 3] and not HudiTable.exists(catalog.table_path("a", "src"))
+    assert not (tmp_path / "a" / "dst" / ".hoodie" / ".hudilite" / "lock").exists()  # the moved lock went

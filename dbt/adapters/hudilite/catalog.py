@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from .statement import read_statement
 from .table import ConfigurationError, HudiTable, Storage, faults, quote
-from .table.layout import HOODIE_DIR, PROPERTIES_FILE
+from .table.layout import HOODIE_DIR, LOCK_FILE, PROPERTIES_FILE
 from .table.lock import TableLock
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
@@ -380,10 +380,18 @@ class StorageCatalog:
         self._refresh((new_schema, new_name), set())
 
     def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
+        """Move the table to a new name, which must hold nothing. Under the table's lock, so no
+        commit lands in the old folder while it moves (on an object store a move is copies)."""
+        target = self.folder(new_schema, new_name)
+        if self.storage.exists(target) or self.is_view(new_schema, new_name):
+            raise ConfigurationError(f"cannot rename table {schema}.{name} to {new_schema}.{new_name}: the name is "
+                                     f"taken ({posixpath.join(self.root, target)} holds files, or a view has it)")
         with self._lock:
             self._drop_entry(schema, name)
         self.discard_rebuild(schema, name)  # a rebuild of the old name is not the renamed table's
-        self.storage.move_dir(self.folder(schema, name), self.folder(new_schema, new_name), last=PROPERTIES_FILE)
+        with TableLock(Storage(self.table_path(schema, name))):
+            self.storage.move_dir(self.folder(schema, name), target, last=PROPERTIES_FILE)
+            self.storage.delete_file(posixpath.join(target, LOCK_FILE))  # the moved lock is ours: the new name's is free
         self.set_docs(new_schema, new_name, *self.docs(schema, name))
         self.set_docs(schema, name, None, {})
         self.register(new_schema, new_name)
