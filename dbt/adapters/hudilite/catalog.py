@@ -354,6 +354,7 @@ class StorageCatalog:
             self._drop_entry(schema, name)
         self.discard_rebuild(schema, name)  # first: a committed rebuild must not take the dropped table's place
         self.storage.delete_file(self._swap_record(schema, name))
+        self.storage.delete_file(posixpath.join(folder, PROPERTIES_FILE))  # first: a drop cut short leaves no table
         self.storage.delete_dir(folder)
         self.set_docs(schema, name, None, {})
 
