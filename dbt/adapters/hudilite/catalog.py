@@ -188,6 +188,8 @@ class StorageCatalog:
             self._write_record(schema, name, dict(record, phase="copy"))
         faults.reach("swap")
         lock.check()
+        if self.storage.is_local:  # a rename needs the name free (a late writer's lock file may be back)
+            self.storage.delete_dir(folder)  # (copies on a store go over such a file: no emptying there)
         self.storage.move_dir(self._rebuild_folder(schema, name), folder, last=PROPERTIES_FILE)
         self.storage.delete_file(self._swap_record(schema, name))
 
