@@ -181,10 +181,9 @@ class StorageCatalog:
         if record["phase"] == "delete":
             lock.check()
             if HudiTable.exists(self.table_path(schema, name)):
-                with TableLock(Storage(self.table_path(schema, name))):
+                with TableLock(Storage(self.table_path(schema, name))):  # writers check it under this lock
                     self.storage.delete_file(posixpath.join(folder, PROPERTIES_FILE))
-                    self.storage.delete_dir(folder)
-            self.storage.delete_dir(folder)  # what a deletion cut short left
+            self.storage.delete_dir(folder)  # the rest, or what a deletion cut short left
             self._write_record(schema, name, dict(record, phase="copy"))
         faults.reach("swap")
         lock.check()
