@@ -1,6 +1,7 @@
 """HudiTable writes on a shared local SparkSession, every table read back through hudi-rs."""
 
 import json
+import re
 import functools
 import os
 
@@ -8,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.table import HudiTable, SchemaError
+from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, SchemaError
 from dbt.adapters.hudilite.table.file_group import parse_base_file_name
 from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow, rows_of_df
 
@@ -473,14 +474,20 @@ def test_schema_edge_cases_are_refused_before_anything_is_written(spark, tmp_pat
             table.insert(spark.createDataFrame([(3, 1, 2)], "id long, a int, A int"))
     finally:
         spark.conf.set("spark.sql.caseSensitive", "false")
+    # The same type is refused too: row 1's file still holds x = 10, which every reader would
+    # show again (issue 44, item 7): a dropped column stays dropped.
+    with pytest.raises(SchemaError, match="column 'x' was dropped, but files still in the table hold the values it "
+                                          "had before"):
+        table.insert(spark.createDataFrame([(3, 11)], "id long, x int"))
     assert [i.timestamp for i in table.timeline()] == before
-    table.insert(spark.createDataFrame([(3, 11)], "id long, x int"))  # the same type comes back fine
-    assert sorted((r.id, r.x) for r in table.read().collect()) == [(1, 10), (2, None), (3, 11)]
+    assert sorted(data_rows(table.read())) == [(1,), (2,)]
+    assert sorted(data_rows(table.read(as_of=before[0]))) == [(1, 10)]  # history keeps it
     assert_hudi_rs_agrees(table)
     table.insert_overwrite_table(spark.createDataFrame([(4, "four")], "id long, x string"))  # a rebuild may retype
     table.insert(spark.createDataFrame([(5, "five")], "id long, x string"))
     assert sorted((r.id, r.x) for r in table.read().collect()) == [(4, "four"), (5, "five")]
     assert table.validate() == []
+    assert sorted(data_rows(table.read(as_of=before[1]))) == [(1,), (2,)]
     # hudi-rs reads older snapshots with the latest schema (x as string), hudilite with theirs:
     # only the latest snapshot has one schema for both
     assert sorted((r["id"], r["x"]) for r in hudi_rs_snapshot(table.path).to_pylist()) == [(4, "four"), (5, "five")]
@@ -511,3 +518,45 @@ def _slow_or_failing_task(folder, batches):
     with open(os.path.join(folder, "written"), "w") as f:
         f.write("x")
     return iter([])
+
+
+@pytest.mark.parametrize("key, old_type, new_type, new_value", [
+    ("record key", "int", "double", "1.0"),
+    ("record key", "decimal(10,2)", "decimal(12,3)", "1.500"),
+    ("partition", "int", "double", "1.0"),
+])
+def test_a_key_or_partition_column_keeps_its_text_or_its_type(spark, tmp_path, key, old_type, new_type, new_value):
+    """A widening that changes a key or partition column's text would key every stored row anew
+    (issue 44, item 4): refused, naming the column; one that keeps the text is allowed."""
+    keyed = key == "record key"
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="k" if keyed else "id",
+                             partition_by=None if keyed else "k")
+    first = spark.sql(f"select cast(1 as {old_type}) as k, 1L as id, 'a' as v")
+    table.upsert(first) if keyed else table.insert_overwrite(first)
+    before = [i.timestamp for i in table.timeline()], parquet_files_on_disk(table.path)
+    wider = spark.sql(f"select cast({new_value} as {new_type}) as k, 1L as id, 'b' as v")
+    with pytest.raises(SchemaError, match=re.escape(f"{key} column 'k' cannot change type from {old_type} to {new_type}")):
+        if keyed:
+            table.upsert(wider, drop_missing_columns=True)
+        else:
+            table.insert_overwrite(wider, drop_missing_columns=True)
+    assert ([i.timestamp for i in table.timeline()], parquet_files_on_disk(table.path)) == before
+    if keyed:  # among integers and at one decimal scale the text stays: the row is updated in place
+        same = "bigint" if old_type == "int" else "decimal(14,2)"
+        table.upsert(spark.sql(f"select cast(1 as {same}) as k, 1L as id, 'c' as v"), drop_missing_columns=True)
+        text = "1" if same == "bigint" else "1.00"
+        assert [(str(r.k), r.v, r._hoodie_record_key) for r in table.read().collect()] == [(text, "c", text)]
+    assert table.validate() == []
+
+
+def data_rows(df):
+    return [tuple(r) for r in df.select(*[c for c in df.columns if not c.startswith("_hoodie_")]).collect()]
+
+
+def test_an_unknown_update_column_is_refused(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
+    table.upsert(spark.sql("select 1L as id, 'a' as plan, 1 as updated_at"))
+    before = [i.timestamp for i in table.timeline()]
+    with pytest.raises(ConfigurationError, match="table t: update column 'updated_ta' is not a column of the new rows"):
+        table.upsert(spark.sql("select 1L as id, 'b' as plan, 2 as updated_at"), update_columns=["plan", "updated_ta"])
+    assert [i.timestamp for i in table.timeline()] == before

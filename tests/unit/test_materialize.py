@@ -36,6 +36,14 @@ def test_config_from_a_dbt_node():
     (dict(partition_by=["day"]), ["id", "dt"], "partition_by names column 'day', which the model does not produce (it produces id, dt)"),
     (dict(unique_key=["customer_id"]), ["id"], "unique_key names column 'customer_id'"),
     (dict(on_schema_change="whatever"), ["id"], "unknown on_schema_change 'whatever'"),
+    (dict(unique_key=["id"], strategy="merge", merge_update_columns=["plan", "updated_ta"]),
+     ["id", "plan", "updated_at"], "merge_update_columns names column 'updated_ta', which the model does not produce "
+     "(it produces id, plan, updated_at)"),
+    (dict(unique_key=["id"], strategy="merge", merge_exclude_columns=["craeted_at"]), ["id", "created_at"],
+     "merge_exclude_columns names column 'craeted_at'"),
+    (dict(services=TableServices(cluster_every=2, cluster_by=("dya",))), ["id", "day"], "cluster_by names column 'dya'"),
+    (dict(precombine_field="ts"), ["id", "_hoodie_is_deleted"], "precombine_field names column 'ts', which the model "
+     "does not produce (it produces id)"),
     (dict(services=TableServices(retain_commits=0)), ["id"], "retain_commits must be at least 1"),
     (dict(services=TableServices(keep_min_commits=30, keep_max_commits=30)), ["id"],
      "need 1 <= keep_min_commits < keep_max_commits (got 30 and 30)"),

@@ -206,12 +206,22 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
                           "incremental_strategy 'merge' (or a snapshot); without one the keys are generated and "
                           "stored only in the meta fields")
     known = {c.lower() for c in columns if c.lower() != DELETE_FLAG}
-    for setting, names in (("partition_by", config.partition_by), ("unique_key", config.unique_key),
-                           ("precombine_field", [config.precombine_field] if config.precombine_field else [])):
+    for setting, names in column_settings(config):
         for name in names:
             if name.lower() not in known:
                 raise config.fail(f"{setting} names column '{name}', which the model does not produce "
-                                  f"(it produces {', '.join(columns)})")
+                                  f"(it produces {', '.join(c for c in columns if c.lower() != DELETE_FLAG)})")
+
+
+def column_settings(config: ModelConfig) -> List[Tuple[str, List[str]]]:
+    """Every config that names model columns, (setting, names): each name must be a column of
+    the model, or the build fails before anything runs (a misspelt merge_update_columns would
+    otherwise update nothing and report success)."""
+    return [("partition_by", config.partition_by), ("unique_key", config.unique_key),
+            ("precombine_field", [config.precombine_field] if config.precombine_field else []),
+            ("merge_update_columns", config.merge_update_columns or []),
+            ("merge_exclude_columns", config.merge_exclude_columns),
+            ("cluster_by", list(config.services.cluster_by))]
 
 
 def snapshot_config(name: str, column_names: Dict[str, str], valid_to_current: Optional[str]) -> ModelConfig:

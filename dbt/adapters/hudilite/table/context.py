@@ -36,7 +36,7 @@ from .lock import TableLock
 from .reader import literal_path, read_base_files, read_data_files
 from .record_index import RecordIndex, Sharding, entry_key_of
 from .rows import ROW_INDEX, insert_layout
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, to_avro, to_json, with_meta_columns
+from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, same_key_text, to_avro, to_json, with_meta_columns
 from .storage import Storage
 from .timeline import Timeline
 from .transaction import WriteTransaction, open_claims
@@ -394,12 +394,35 @@ class TableContext:
             # write of today would (the files keep it; readers no longer see it).
             current = T.StructType([f for f in current.fields if f.name.lower() != IS_DELETED])
         after = check_compatible(current, incoming, self.name, drop_missing=mode == DROP_MISSING)
+        self._refuse_retyped_key_columns(current, after)
         self._refuse_readded_columns(current, after)
         return after
 
+    def _refuse_retyped_key_columns(self, current: T.StructType, after: T.StructType) -> None:
+        """Record keys and partition paths are the text of their columns' values, so a widening
+        that changes the text (int to double: '1' to '1.0'; a decimal's scale: '1.50' to '1.500')
+        would key every stored row anew, duplicating each, or write p=1.0 beside p=1. Widenings
+        that keep the text (among integers, a decimal's precision alone) stay allowed."""
+        before = {f.name.lower(): f.dataType for f in current.fields}
+        roles = [("record key", c) for c in self.config.record_key_fields] + [
+            ("partition", c) for c in self.config.partition_fields]
+        for field in after.fields:
+            old = before.get(field.name.lower())
+            role = next((r for r, c in roles if c.lower() == field.name.lower()), None)
+            if role is None or old is None or old == field.dataType or same_key_text(old, field.dataType):
+                continue
+            raise SchemaError(
+                f"table {self.name}: {role} column '{field.name}' cannot change type from {old.simpleString()} to "
+                f"{field.dataType.simpleString()}: its {role} values are the text of its values, which the new type "
+                f"writes differently, so stored rows would no longer match; cast it to {old.simpleString()} in the "
+                "model, or rebuild the table (--full-refresh)")
+
     def _refuse_readded_columns(self, current: T.StructType, after: T.StructType) -> None:
-        """A column dropped earlier and added again with another type: files of the snapshot
-        still hold it with the old type, and reading them as the new one would fail."""
+        """A column dropped earlier and added again while files of the snapshot still hold it:
+        readers (Spark, hudi-rs, Hudi's own) match parquet columns by name, so the values written
+        before the drop would show again (data a user removed on purpose), or, with another type,
+        the files would fail to read. The schema history is the Spark schema each commit records:
+        a live slice written by an instant whose schema held the name still holds its values."""
         known = {f.name.lower() for f in current.fields}
         added = {f.name.lower(): f for f in after.fields if f.name.lower() not in known}
         if not added:
@@ -413,12 +436,18 @@ class TableContext:
                 continue
             for old in from_json(schema).fields:
                 new = added.get(old.name.lower())
-                if new is not None and new.dataType != old.dataType:
+                if new is None:
+                    continue
+                if new.dataType != old.dataType:
                     raise SchemaError(
                         f"table {self.name}: column '{new.name}' was {old.dataType.simpleString()} when files still in "
                         f"the table were written (instant {instant}); adding it back as "
                         f"{new.dataType.simpleString()} would make them unreadable: use another name, or rebuild the "
                         "table (a full refresh)")
+                raise SchemaError(
+                    f"table {self.name}: column '{new.name}' was dropped, but files still in the table hold the values "
+                    f"it had before (written by instant {instant}); adding it back would show those values again "
+                    "instead of nulls: use another name, or rebuild the table (a full refresh)")
 
     def typed(self, df: DataFrame, data_schema: T.StructType, *extra: Column) -> DataFrame:
         """`df`'s data columns in table order, with the table's names and types, then `extra`.

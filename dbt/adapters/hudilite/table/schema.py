@@ -98,6 +98,16 @@ def promotes(table_type: T.DataType, new_type: T.DataType) -> bool:
     return False
 
 
+def same_key_text(table_type: T.DataType, new_type: T.DataType) -> bool:
+    """Every value of `table_type` has the same text (Spark's and Hudi's key text) as the same
+    value of `new_type`: integers among integers, decimals of one scale."""
+    ints = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+    if isinstance(table_type, ints) and isinstance(new_type, ints):
+        return True
+    return (isinstance(table_type, T.DecimalType) and isinstance(new_type, T.DecimalType)
+            and table_type.scale == new_type.scale)
+
+
 def _avro_name(name: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return cleaned if re.match(r"^[A-Za-z_]", cleaned) else "_" + cleaned

@@ -618,6 +618,10 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         raise ctx.error("upsert and delete need a record key; this table's keys are auto-generated "
                         "(create it with record_key=...)")
     data_schema = ctx.schema_after(df.drop(IS_DELETED), mode)
+    unknown = [c for c in update_columns or [] if c.lower() not in {n.lower() for n in df.columns}]
+    if unknown:  # else the column would silently keep its stored value
+        raise ctx.error(f"update column '{unknown[0]}' is not a column of the new rows "
+                        f"({', '.join(c for c in df.columns if c != IS_DELETED)})")
     index: RecordIndex = ctx.index
     ctx.ensure_index()
     with ctx.transaction(COMMIT) as txn:
