@@ -3,6 +3,8 @@
 the build, naming the column, and the table stays as it was); `sync_all_columns` widens the
 table's type, and every reader (snapshot, time travel, hudi-rs) reads the stored files as it."""
 
+import os
+
 import pytest
 
 from dbt.tests.util import run_dbt
@@ -81,3 +83,70 @@ class TestTypeChanges(HudiliteProject):
         assert self.table(project, spark, "kept_ignore").timeline() == kept
         run_dbt(["run", "--select", "widened", "--vars", "{run: 3}"])  # the widened column holds it
         assert self.rows(project, "widened", "id, i")[-1] == (5, 4000000005)
+
+
+# Issue 44: a key or partition column widened under sync_all_columns (items 4), a misspelt
+# merge_update_columns (6), a dropped column added back (7). Each failed silently before: dbt
+# exited 0 with every key stored twice, the column never updated, or the dropped values back.
+TRUST_MODELS = {
+    "key_widened.sql": "{{ config(materialized='incremental', unique_key='k', on_schema_change='sync_all_columns') }}\n"
+                       "select {% if var('run', 1) == 1 %}cast(id as int){% else %}cast(id as double){% endif %} as k, "
+                       "'v' || id as v from range(3) t(id)",
+    "partition_widened.sql": "{{ config(materialized='incremental', incremental_strategy='insert_overwrite', "
+                             "partition_by='p', on_schema_change='sync_all_columns') }}\n"
+                             "select id, {% if var('run', 1) == 1 %}1{% else %}1.0d{% endif %} as p from range(2) t(id)",
+    "misspelt_update.sql": "{{ config(materialized='incremental', unique_key='id', "
+                           "merge_update_columns=['plan', 'updated_ta']) }}\n"
+                           "select id, 'team' as plan, {{ var('run', 1) }} as updated_at from range(2) t(id)",
+    # appends, no small file topped up: the first run's file keeps its e-mails after the drop
+    "dropped_email.sql": "{{ config(materialized='incremental', on_schema_change='sync_all_columns', "
+                         "small_file_limit=0) }}\n"
+                         "select id{% if var('run', 1) != 2 %}, concat('user', id, '@example.com') as email{% endif %} "
+                         "from range({{ var('run', 1) * 2 - 2 }}, {{ var('run', 1) * 2 }}) t(id)",
+}
+
+
+class TestTypeChangesOfKeysAndDroppedColumns(HudiliteProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return TRUST_MODELS
+
+    def test_each_fails_naming_the_column_and_the_table_stays(self, project, spark):
+        first = {r.node.name: r for r in run_dbt(["run", "--vars", "{run: 1}"], expect_pass=False)}
+        assert first["misspelt_update"].status == "error"  # before anything is written
+        assert "merge_update_columns names column 'updated_ta', which the model does not produce" in \
+            first["misspelt_update"].message
+        assert not os.path.exists(os.path.join(project.adapter.config.credentials.location_root,
+                                               project.test_schema, "misspelt_update"))
+        kept = {n: self.table(project, spark, n).timeline() for n in ("key_widened", "partition_widened")}
+
+        second = {r.node.name: r for r in run_dbt(["run", "--vars", "{run: 2}"], expect_pass=False)}
+        assert "record key column 'k' cannot change type from int to double" in second["key_widened"].message
+        assert "partition column 'p' cannot change type from int to double" in second["partition_widened"].message
+        assert all("--full-refresh" in second[n].message for n in kept)
+        for name, timeline in kept.items():
+            assert self.table(project, spark, name).timeline() == timeline
+        assert self.rows(project, "key_widened", "k, v") == [(0, "v0"), (1, "v1"), (2, "v2")]
+        assert self.rows(project, "partition_widened", "id, p") == [(0, 1), (1, 1)]
+        assert second["dropped_email"].status == "success"
+        assert self.rows(project, "dropped_email", "*") == [(0,), (1,), (2,), (3,)]
+
+        third = {r.node.name: r for r in run_dbt(["run", "--select", "dropped_email", "--vars", "{run: 3}"],
+                                                 expect_pass=False)}
+        assert "column 'email' was dropped, but files still in the table hold the values it had before" in \
+            third["dropped_email"].message
+        assert self.rows(project, "dropped_email", "*") == [(0,), (1,), (2,), (3,)]  # no e-mail came back
+        table = self.table(project, spark, "dropped_email")
+        before_drop = project.adapter.hudilite_as_of(project.adapter.Relation.create(
+            schema=project.test_schema, identifier="dropped_email"), table.timeline()[0].timestamp)
+        assert sorted(tuple(r) for r in project.run_sql(f"select id, email from {before_drop}", fetch="all")) == [
+            (0, "user0@example.com"), (1, "user1@example.com")]  # time travel still reads what was there
+
+        run_dbt(["run", "--select", "key_widened", "partition_widened", "dropped_email", "--full-refresh",
+                 "--vars", "{run: 3}"])  # the way out the errors name
+        assert self.rows(project, "key_widened", "k") == [(0.0,), (1.0,), (2.0,)]
+        assert self.rows(project, "partition_widened", "id, p") == [(0, 1.0), (1, 1.0)]
+        assert self.rows(project, "dropped_email", "*") == [(4, "user4@example.com"), (5, "user5@example.com")]
+        for name in ("key_widened", "partition_widened", "dropped_email"):
+            assert self.table(project, spark, name).validate() == []
+            assert_hudi_rs_agrees(self.table(project, spark, name))
