@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from . import statement as st
 from .sql_text import strip_comments
@@ -189,7 +190,8 @@ def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None)
     text = statement.text or sql  # each IDENTIFIER(...) in it replaced by the name it stands for
     if kind == st.UPDATE:
         assignments, where = parse_update(text)
-        table.update(assignments, where, alias=statement.alias)
+        table.update(_assigned_sql(spark, schema, name, table, assignments, statement.alias), where,
+                     alias=statement.alias)
     elif kind == st.DELETE:
         table.delete_where(parse_delete(text) or "true", alias=statement.alias)
     elif kind == st.INSERT:
@@ -247,9 +249,11 @@ def _insert(statement: st.Statement, schema: str, name: str, table) -> None:
         if unknown:
             raise ConfigurationError(f"insert into {schema}.{name}: no column(s) {', '.join(unknown)} in the table")
         by_lower = {n.lower(): n for n in names}
+        given_types = {f.name.lower(): f.dataType for f in rows.schema.fields}
         rows = rows.select(*[
-            (F.col(quote(by_lower[f.name.lower()])) if f.name.lower() in present else F.lit(None))
-            .cast(f.dataType).alias(f.name)
+            (store_assigned(F.col(quote(by_lower[f.name.lower()])), given_types[f.name.lower()], f.dataType,
+                            f"{schema}.{name}", f.name) if f.name.lower() in present
+             else F.lit(None).cast(f.dataType)).alias(f.name)
             for f in target_schema.fields
         ])
     if not statement.overwrite:
@@ -258,3 +262,105 @@ def _insert(statement: st.Statement, schema: str, name: str, table) -> None:
         table.insert_overwrite(rows)
     else:
         table.insert_overwrite_table(rows)
+
+
+# ---- store assignment: what Spark's own INSERT does with a value of another type ---------------
+# Spark's ANSI store assignment (spark.sql.storeAssignmentPolicy=ANSI, its default, whatever
+# spark.sql.ansi.enabled says): some type pairs are refused before anything runs
+# (INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST), the rest are cast as an ANSI cast casts, and
+# a value that does not fit fails the statement (CAST_OVERFLOW_IN_TABLE_INSERT) instead of being
+# wrapped or stored as null. `try_cast` is that cast with a null for a misfit, so a non-null value
+# whose try_cast is null is exactly a value Spark's INSERT would refuse.
+_NUMBER = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
+_DATETIME = (T.DateType, T.TimestampType, T.TimestampNTZType)
+
+
+def store_assignable(given: T.DataType, column: T.DataType) -> bool:
+    """Spark's Cast.canANSIStoreAssign: a value of `given` type may be written to `column`."""
+    if given == column or isinstance(given, T.NullType):
+        return True
+    if isinstance(given, _NUMBER) and isinstance(column, _NUMBER):
+        return True
+    if isinstance(column, T.StringType):
+        return isinstance(given, T.AtomicType) or isinstance(given, T.CalendarIntervalType)
+    if isinstance(given, _DATETIME) and isinstance(column, _DATETIME):
+        return True
+    if isinstance(given, T.ArrayType) and isinstance(column, T.ArrayType):
+        return ((column.containsNull or not given.containsNull)
+                and store_assignable(given.elementType, column.elementType))
+    if isinstance(given, T.MapType) and isinstance(column, T.MapType):
+        return ((column.valueContainsNull or not given.valueContainsNull)
+                and store_assignable(given.keyType, column.keyType)
+                and store_assignable(given.valueType, column.valueType))
+    if isinstance(given, T.StructType) and isinstance(column, T.StructType):
+        return len(given.fields) == len(column.fields) and all(
+            (c.nullable or not g.nullable) and store_assignable(g.dataType, c.dataType)
+            for g, c in zip(given.fields, column.fields))
+    return False
+
+
+def _type_name(data_type: T.DataType) -> str:
+    return data_type.simpleString().upper()
+
+
+def _check_assignable(given: T.DataType, column: T.DataType, table: str, name: str) -> None:
+    if not store_assignable(given, column):
+        schema, _, table_name = table.partition(".")
+        raise ConfigurationError(
+            f"{table}: [INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST] Cannot write incompatible data for the table "
+            f"`{schema}`.`{table_name}`: Cannot safely cast `{name}` \"{_type_name(given)}\" to "
+            f"\"{_type_name(column)}\" (as Spark's own INSERT refuses it); cast the value in the statement")
+
+
+def _overflow_message(given: T.DataType, column: T.DataType, table: str, name: str) -> str:
+    return (f"{table}: [CAST_OVERFLOW_IN_TABLE_INSERT] Fail to assign a value of \"{_type_name(given)}\" type to the "
+            f"\"{_type_name(column)}\" type column `{name}` due to an overflow; nothing was written. Use "
+            "`try_cast` on the input value to tolerate overflow and store NULL instead")
+
+
+def store_assigned(value: Column, given: T.DataType, column: T.DataType, table: str, name: str) -> Column:
+    """`value` (of type `given`) as Spark's INSERT stores it in `column`, or an error naming the
+    column: refused now when the types cannot be assigned, or when a row's value does not fit."""
+    if given == column:
+        return value
+    _check_assignable(given, column, table, name)
+    if isinstance(given, T.NullType):
+        return value.cast(column)
+    stored = value.try_cast(column)
+    return F.when(value.isNotNull() & stored.isNull(),
+                  F.raise_error(F.lit(_overflow_message(given, column, table, name)))).otherwise(stored)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _assigned_sql(spark, schema: str, name: str, table, assignments: Dict[str, str],
+                  alias: Optional[str]) -> Dict[str, str]:
+    """UPDATE's `column = expr` with each expression stored as Spark's INSERT would store it
+    (see `store_assigned`): the types are read from an analysis over the table's columns, and
+    the check is SQL, evaluated once per row (`transform` binds the value to a name)."""
+    data_schema = table.schema()
+    if data_schema is None or not assignments:
+        return assignments
+    columns = {f.name.lower(): f.dataType for f in data_schema.fields}
+    empty = spark.createDataFrame([], data_schema)
+    if alias:
+        empty = empty.alias(alias)
+    try:
+        given = [f.dataType for f in empty.selectExpr(*assignments.values()).schema.fields]
+    except Exception:  # noqa: BLE001 - the core reports what Spark cannot analyse
+        return assignments
+    out = {}
+    for (column, value), given_type in zip(assignments.items(), given):
+        column_type = columns.get(column.lower())
+        if column_type is None or given_type == column_type:
+            out[column] = value
+            continue
+        _check_assignable(given_type, column_type, f"{schema}.{name}", column)
+        target = column_type.simpleString()
+        message = _sql_string(_overflow_message(given_type, column_type, f"{schema}.{name}", column))
+        out[column] = (f"transform(array(({value})), hudilite_value -> CASE WHEN hudilite_value IS NOT NULL AND "
+                       f"try_cast(hudilite_value AS {target}) IS NULL THEN raise_error({message}) "
+                       f"ELSE try_cast(hudilite_value AS {target}) END)[0]")
+    return out
