@@ -103,6 +103,12 @@ TRUST_MODELS = {
                          "small_file_limit=0) }}\n"
                          "select id{% if var('run', 1) != 2 %}, concat('user', id, '@example.com') as email{% endif %} "
                          "from range({{ var('run', 1) * 2 - 2 }}, {{ var('run', 1) * 2 }}) t(id)",
+    # item 5: the second run's session is in another time zone (a profile's spark_conf, or a hook)
+    "timestamp_keyed.sql": "{{ config(materialized='incremental', unique_key='ts', pre_hook=\"set "
+                           "spark.sql.session.timeZone = {{ 'America/New_York' if var('run', 1) == 2 else 'UTC' }}\", "
+                           "post_hook='set spark.sql.session.timeZone = UTC') }}\n"
+                           "select timestamp_seconds(1704112496 + id) as ts, 'v{{ var(\"run\", 1) }}' as v "
+                           "from range(3) t(id)",
 }
 
 
@@ -128,6 +134,11 @@ class TestTypeChangesOfKeysAndDroppedColumns(HudiliteProject):
             assert self.table(project, spark, name).timeline() == timeline
         assert self.rows(project, "key_widened", "k, v") == [(0, "v0"), (1, "v1"), (2, "v2")]
         assert self.rows(project, "partition_widened", "id, p") == [(0, 1), (1, 1)]
+        assert second["timestamp_keyed"].status == "success"  # the same three keys, updated in place
+        assert self.rows(project, "timestamp_keyed", "unix_seconds(ts), v") == [
+            (1704112496, "v2"), (1704112497, "v2"), (1704112498, "v2")]
+        assert sorted(r._hoodie_record_key for r in self.table(project, spark, "timestamp_keyed").read().collect()) == [
+            "1704112496000000", "1704112497000000", "1704112498000000"]
         assert second["dropped_email"].status == "success"
         assert self.rows(project, "dropped_email", "*") == [(0,), (1,), (2,), (3,)]
 

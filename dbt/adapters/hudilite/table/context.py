@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from typing import Dict, List, Optional, Set, Tuple
+import re
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -29,8 +30,9 @@ from .file_sizing import FileSizing
 from .index import IndexChange, TableIndex
 from .instant import CLEAN, RESTORE, Instant
 from .key_ranges import KeyRangeIndex
-from .keygen import (ARROW_KEY_TYPES, SIMPLE, TIMESTAMP, KeyGenerator, PartitionFormat, TimestampPartition,
-                     VirtualKeys, formats_in_task, partition_grouping, partition_path, record_key, task_row_index)
+from .keygen import (ARROW_KEY_TYPES, EPOCH_MICROS, SIMPLE, TIMESTAMP, TIMESTAMP_KEY_TEXTS, UTC_TEXT, KeyGenerator,
+                     PartitionFormat, TimestampPartition, VirtualKeys, formats_in_task, partition_grouping,
+                     partition_path, record_key, task_row_index)
 from .layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir
 from .lock import TableLock
 from .reader import literal_path, read_base_files, read_data_files
@@ -90,6 +92,7 @@ class TableContext:
         self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
         self._field_prefixed: Optional[bool] = None  # the key format, once known (`field_prefixed_keys`)
         self._key_generator: Optional[KeyGenerator] = None  # how partition paths are made (`key_generator`)
+        self._timestamp_keys: Optional[str] = None  # the timestamp key text the stored keys show, once read
 
     @property
     def name(self) -> str:
@@ -479,7 +482,31 @@ class TableContext:
                     raise self.error(
                         f"record key column '{name}' is {kind.simpleString()}; with virtual keys (hoodie.populate.meta."
                         "fields=false) hudilite makes keys of string, integer, date and boolean columns")
-        return record_key(columns, self.name, self.field_prefixed_keys(), types, refuse_ambiguous=refuse)
+        return record_key(columns, self.name, self.field_prefixed_keys(), types, refuse_ambiguous=refuse,
+                          timestamps=self.timestamp_key_text(columns, types))
+
+    def timestamp_key_text(self, columns: Sequence[str], types: Sequence[T.DataType]) -> str:
+        """How this table writes timestamp key values (`keygen.TIMESTAMP_KEY_TEXTS`): as
+        hudilite recorded it at creation, else as the keys it holds show (a Java writer's are
+        epoch microseconds; an older hudilite's, text), else Hudi's epoch microseconds."""
+        if self.config.timestamp_keys or not any(isinstance(t, (T.TimestampType, T.TimestampNTZType)) for t in types):
+            if self.config.timestamp_keys not in (None, *TIMESTAMP_KEY_TEXTS):
+                raise self.error(f"{props.TIMESTAMP_KEYS_KEY}={self.config.timestamp_keys} is not one of "
+                                 f"{', '.join(TIMESTAMP_KEY_TEXTS)}")
+            return self.config.timestamp_keys or EPOCH_MICROS
+        if self._timestamp_keys is None:
+            self._timestamp_keys = EPOCH_MICROS
+            for base_file in self.timeline.view().latest_base_files()[:1]:
+                with self.storage.open_input(base_file.path) as source:
+                    parquet = pq.ParquetFile(source)
+                    if parquet.metadata.num_rows and RECORD_KEY in parquet.schema_arrow.names:
+                        key = parquet.read_row_group(0, columns=[RECORD_KEY]).column(0)[0].as_py() or ""
+                        stamps = [c for c, t in zip(columns, types) if isinstance(t, (T.TimestampType, T.TimestampNTZType))]
+                        date = r"[+-]?\d{4,}-\d\d-\d\d"  # text starts so; epoch micros are digits
+                        if any(re.search(rf"(^|,){re.escape(c)}:{date}", key) if self.field_prefixed_keys()
+                               else re.match(date, key) for c in stamps):
+                            self._timestamp_keys = UTC_TEXT
+        return self._timestamp_keys
 
     def virtual_keys(self) -> Optional[VirtualKeys]:
         """How write tasks make stored rows' keys on a table with virtual keys; None otherwise."""

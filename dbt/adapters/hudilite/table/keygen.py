@@ -71,22 +71,56 @@ def seqno_array(instant: str, task_partition: int, start: int, count: int) -> pa
     return strings.cast(pa.string())  # the writers' schema; fails loudly past 2 GB in one call
 
 
+# How a timestamp key value is written (`properties.TIMESTAMP_KEYS_KEY`). epoch_micros: the
+# microseconds since 1970 (timestamp_ntz: of its wall-clock time read in UTC), as Hudi's writers
+# key a timestamp on their default (Avro) path, 0.14 to 1.1. utc_text: `yyyy-MM-dd HH:mm:ss[.f]`
+# in UTC, what hudilite wrote before it recorded the choice (Spark's string cast, then in the
+# session's zone: UTC unless the profile set another). Neither depends on the session's zone.
+EPOCH_MICROS, UTC_TEXT = "epoch_micros", "utc_text"
+TIMESTAMP_KEY_TEXTS = (EPOCH_MICROS, UTC_TEXT)
+_DAY_MICROS = 86_400_000_000
+
+
+def key_text(value: Column, kind: Optional[T.DataType], timestamps: str = EPOCH_MICROS) -> Column:
+    """The text of one key value: Spark's string cast, but for timestamps, whose cast follows
+    the session's time zone (`spark.sql.session.timeZone`), so that a profile changing it would
+    key every row anew. Built from zone-free functions only."""
+    if isinstance(kind, T.TimestampType):
+        micros = F.unix_micros(value)
+        if timestamps == EPOCH_MICROS:
+            return micros.cast("string")
+        day = F.date_from_unix_date(F.floor(micros / F.lit(_DAY_MICROS)).cast("int"))
+        of_day = F.pmod(micros, F.lit(_DAY_MICROS))
+        seconds = (of_day % F.lit(60_000_000)).cast("decimal(16,0)") / F.lit(1_000_000)
+        return F.make_timestamp_ntz(F.year(day), F.month(day), F.dayofmonth(day), (of_day / F.lit(3_600_000_000)).cast("int"),
+                                    (of_day / F.lit(60_000_000) % 60).cast("int"), seconds).cast("string")
+    if isinstance(kind, T.TimestampNTZType) and timestamps == EPOCH_MICROS:
+        seconds = F.date_part(F.lit("SECOND"), value) * F.lit(1_000_000)  # decimal: whole and fraction
+        parts = [(F.unix_date(value.cast("date")), _DAY_MICROS), (F.hour(value), 3_600_000_000),
+                 (F.minute(value), 60_000_000), (seconds, 1)]
+        return sum((part.cast("long") * F.lit(scale) for part, scale in parts), F.lit(0).cast("long")).cast("string")
+    return value.cast("string")
+
+
 def record_key(fields: Sequence[str], table: str, field_prefixed: bool,
-               types: Optional[Sequence[T.DataType]] = None, refuse_ambiguous: bool = True) -> Column:
+               types: Optional[Sequence[T.DataType]] = None, refuse_ambiguous: bool = True,
+               timestamps: str = EPOCH_MICROS) -> Column:
     """The record key of user-named key fields; a null key, or (`refuse_ambiguous`) a value that
     would make an ambiguous key (`ambiguous_key_value`), is an error naming the column and the
     value. `field_prefixed`: `f1:v1[,f2:v2]` as Hudi's complex key generator writes it (always
     with two or more fields); else one field's bare value. `types`: the fields' types, to skip
-    the checks a type's text cannot fail."""
+    the checks a type's text cannot fail and to write timestamps as `timestamps` says."""
+    kinds = list(types) if types is not None else [None] * len(fields)
     if len(fields) == 1 and not field_prefixed:
         col = F.col(quote(fields[0]))
+        text = key_text(col, kinds[0], timestamps)
         return F.when(
-            col.isNull() | (col.cast("string") == ""),
+            col.isNull() | (text == ""),
             F.raise_error(F.lit(f"table {table}: record key column '{fields[0]}' is null or empty")),
-        ).otherwise(col.cast("string"))
+        ).otherwise(text)
     parts: List[Column] = []
-    for name in fields:
-        value = F.col(quote(name)).cast("string")
+    for name, kind in zip(fields, kinds):
+        value = key_text(F.col(quote(name)), kind, timestamps)
         rendered = F.when(value.isNull(), F.lit(NULL_KEY_PART)).when(value == "", F.lit(EMPTY_KEY_PART)).otherwise(value)
         parts.append(F.concat(F.lit(f"{name}:"), rendered))
     all_null = None

@@ -33,6 +33,9 @@ PARTITION_TYPES_KEY = "hudilite.keygen.partition.types"
 COMPACT, PORTABLE = "compact", "portable"
 PARQUET_ENCODINGS = (COMPACT, PORTABLE)
 PARQUET_ENCODING_KEY = "hudilite.parquet.encoding"  # ours: Hudi's Java side ignores it
+# How a timestamp record key value is written (`keygen.TIMESTAMP_KEY_TEXTS`): set when hudilite
+# creates a table; a table without it keeps what its stored keys show (`TableContext`).
+TIMESTAMP_KEYS_KEY = "hudilite.keygen.timestamp.keys"
 
 
 def escape(text: str, is_key: bool) -> str:
@@ -135,6 +138,7 @@ class TableConfig:
     keygen_settings: Dict[str, str] = field(default_factory=dict)  # hoodie.keygen.* (timestamp partition paths)
     partition_types: Optional[List[str]] = None  # CustomKeyGenerator: SIMPLE/TIMESTAMP per partition field
     archive_folder: str = "archived"  # hoodie.archivelog.folder, under .hoodie
+    timestamp_keys: Optional[str] = None  # TIMESTAMP_KEYS_KEY; None: as the stored keys show
 
     def check_new(self) -> None:
         """Settings a new table is created with."""
@@ -193,6 +197,8 @@ class TableConfig:
         props.update(self.keygen_settings)
         if self.partition_types:
             props[PARTITION_TYPES_KEY] = ",".join(self.partition_types)
+        if self.timestamp_keys:
+            props[TIMESTAMP_KEYS_KEY] = self.timestamp_keys
         return props
 
     @classmethod
@@ -231,6 +237,7 @@ class TableConfig:
             keygen_settings={k: v for k, v in props.items() if k.startswith(KEYGEN_SETTINGS_PREFIX)},
             partition_types=fields(PARTITION_TYPES_KEY) or None,
             archive_folder=props.get("hoodie.archivelog.folder", "archived").strip("/"),
+            timestamp_keys=props.get(TIMESTAMP_KEYS_KEY) or None,
         )
 
 

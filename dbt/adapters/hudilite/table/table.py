@@ -41,6 +41,7 @@ from .file_group import BaseFile
 from .file_sizing import FileSizing
 from .index import TableIndex
 from .instant import Instant
+from .keygen import EPOCH_MICROS
 from .layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
 from .reader import changed_rows
 from .schema import data_columns, to_avro, with_meta_columns
@@ -99,6 +100,7 @@ class HudiTable:
             name=name, partition_fields=_field_list(partition_by), record_key_fields=_field_list(record_key),
             precombine_field=precombine, database=database, parquet_encoding=parquet_encoding,
             virtual_keys=virtual_keys, create_schema=None if schema is None else to_avro(data_columns(schema), name),
+            timestamp_keys=EPOCH_MICROS,
         )
         config.check_new()
         try:
