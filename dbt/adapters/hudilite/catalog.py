@@ -21,6 +21,7 @@ import json
 import posixpath
 import re
 import threading
+import uuid
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
@@ -36,6 +37,7 @@ DOCS_DIR = ".hudilite_docs"  # <location_root>/<schema>/.hudilite_docs/<relation
 REBUILDS_DIR = ".hudilite_rebuilds"  # <location_root>/<schema>/.hudilite_rebuilds/<name>: the new table
 SWAPS_DIR = ".hudilite_swaps"  # <location_root>/<schema>/.hudilite_swaps/<name>/: a swap's lock and record
 SWAP_RECORD = "swap.json"  # {"instant": the rebuild's last completed instant file, "sha256": of its bytes}
+READ_ONLY_OPTION = "maxRecordsPerFile"  # see `register`
 _GLOB_SPECIAL = re.compile(r"([\\{}\[\]*?,])")
 _FOLDER_SPECIAL = re.compile(r"[\\{}\[\]*?,:]")
 
@@ -92,6 +94,9 @@ class StorageCatalog:
         self._lock = threading.RLock()
         # (schema, name) -> what its Spark entry shows: ("table", latest instant) or ("view", sql)
         self._entries: Dict[Tuple[str, str], tuple] = {}
+        # (schema, name) -> what Spark's catalog showed of the entry right after we made it
+        # (`_identity`): anything else found there later was put there behind our back
+        self._identities: Dict[Tuple[str, str], str] = {}
 
     # ---- where things live ------------------------------------------------------------------
     def folder(self, schema: str, name: Optional[str] = None) -> str:
@@ -303,6 +308,7 @@ class StorageCatalog:
                 except Exception as err:  # noqa: BLE001 - named here, not as a missing view later
                     raise ConfigurationError(f"view {schema}.{name} cannot be re-created: {err}") from None
                 self._entries[key] = ("view", sql)
+                self._identities[key] = self._spark_entry(schema, name)
 
     def _in_spark(self, schema: str, name: str) -> bool:
         """Spark's catalog still holds the entry: a DROP or rename of it the router did not see
@@ -322,19 +328,84 @@ class StorageCatalog:
         # Parquet's reader takes the columns named, so the meta columns are not even read;
         # `meta_view` has them.
         spark_schema = table.schema() or table.schema(with_meta=True)
+        # A write-only option no reader looks at and Spark's file writer cannot parse: a
+        # DataFrame's saveAsTable in append mode (which writes to the location as one folder,
+        # not through the glob) fails before it creates anything, with this text as its error.
+        # The token makes the entry ours: an entry made again by someone else has another.
+        refusal = (f"{schema}.{name} is a hudilite table, read-only to Spark's writers "
+                   f"(registration {uuid.uuid4().hex[:12]})")
         with self._lock:
             self.spark.sql(f"create namespace if not exists {quote(schema)}")
             self._drop_entry(schema, name)
-            self.spark.catalog.createTable(quote(schema, name), path=path, source="parquet", schema=spark_schema)
+            self.spark.catalog.createTable(quote(schema, name), path=path, source="parquet", schema=spark_schema,
+                                           **{READ_ONLY_OPTION: refusal})
             self._entries[(schema, name)] = state
+            self._identities[(schema, name)] = self._spark_entry(schema, name)
 
     def _drop_entry(self, schema: str, name: str) -> None:
         self._entries.pop((schema, name), None)
+        self._identities.pop((schema, name), None)
         for kind in ("view", "table"):
             try:
                 self.spark.sql(f"drop {kind} if exists {quote(schema, name)}")
             except Exception:  # noqa: BLE001 - the other kind of entry holds the name
                 continue
+
+    # ---- entries changed behind our back -------------------------------------------------------
+    def _spark_entries(self, schema: str) -> Dict[str, str]:
+        """{name: what identifies it} of every entry Spark's catalog holds in `schema`: one
+        `SHOW TABLE EXTENDED` (a classic session and Spark Connect alike). Temporary views are
+        not entries of the schema."""
+        return self._shown(schema, "*")
+
+    def _shown(self, schema: str, pattern: str) -> Dict[str, str]:
+        try:
+            rows = self.spark.sql(f"show table extended in {quote(schema)} like '{pattern}'").collect()
+        except Exception:  # noqa: BLE001 - the namespace is gone: so are its entries
+            return {}
+        return {r.tableName.lower(): _identity(r.information) for r in rows if not r.isTemporary}
+
+    def _spark_entry(self, schema: str, name: str) -> Optional[str]:
+        """What identifies Spark's entry `schema.name` (see `_spark_entries`), or None."""
+        pattern = name if re.fullmatch(r"[A-Za-z0-9_]+", name) else "*"  # LIKE here is a regular expression
+        return self._shown(schema, pattern).get(name.lower())
+
+    def check_entries(self, files: bool = False) -> None:
+        """Every entry this catalog made is still the one it made: same kind, location, options
+        and creation (so the same snapshot). An entry that was dropped, replaced (a DataFrame's
+        `saveAsTable` in overwrite mode, DROP + CREATE) or re-pointed (ALTER TABLE ... SET
+        LOCATION) by Spark itself is registered again, and a ConfigurationError names it.
+        With `files`, a table's folder holding files a Spark writer put there (`part-*`,
+        `_SUCCESS`, a folder named after the entry's glob) is named too."""
+        with self._lock:
+            expected = dict(self._identities)
+        if not expected:
+            return
+        shown: Dict[str, Dict[str, str]] = {}
+        broken, stray = [], []
+        for (schema, name), identity in sorted(expected.items()):
+            if schema not in shown:
+                shown[schema] = self._spark_entries(schema)
+            if identity is None or shown[schema].get(name.lower()) != identity:
+                broken.append((schema, name))
+            if files and self._entries.get((schema, name), ("",))[0] == "table":
+                found = [n for n in self.storage.list_names(self.folder(schema, name)) if _foreign(n)]
+                if found:
+                    stray.append((schema, name, found))
+        for key in broken:
+            with self._lock:
+                self._drop_entry(*key)  # Spark's own table in its place goes, with its warehouse files
+            self._refresh(key, set())
+        problems = [f"{s}.{n}: its Spark catalog entry was dropped, replaced or re-pointed by Spark itself (a "
+                    "DataFrame write such as saveAsTable, or DROP, CREATE or ALTER TABLE run by Spark), not by "
+                    "hudilite; " + ("it is registered again as of the table's latest commit" if self._entries.get((s, n))
+                                    else "the table is no longer on storage") for s, n in broken]
+        problems += [f"{s}.{n}: a Spark writer put files into the table's folder that no commit holds ("
+                     f"{', '.join(sorted(f)[:5])}): those rows are in no snapshot; delete them (hudilite validate "
+                     "lists them)" for s, n, f in stray]
+        if problems:
+            raise ConfigurationError("; ".join(problems) + ". Write hudilite tables through dbt models, SQL INSERT, "
+                                     "UPDATE or DELETE, or the hudilite CLI, never through Spark's DataFrame writer")
 
     def create_table(self, schema: str, name: str, rows: DataFrame) -> HudiTable:
         """A new hudilite table holding `rows` (auto keys, not partitioned), registered; a
@@ -403,6 +474,7 @@ class StorageCatalog:
         with self._lock:
             self.spark.sql(f"drop namespace if exists {quote(schema)} cascade")
             self._entries = {k: v for k, v in self._entries.items() if k[0] != schema}
+            self._identities = {k: v for k, v in self._identities.items() if k[0] != schema}
         self.storage.delete_dir(self.folder(schema))
 
     # ---- descriptions (persist_docs), kept on storage beside the schema's tables --------------
@@ -512,6 +584,21 @@ def _read_json(storage: Storage, rel: str) -> Optional[dict]:
         return json.loads(storage.read_bytes(rel))
     except (FileNotFoundError, ValueError):
         return None
+
+
+_IDENTITY_FIELDS = ("Created Time", "Type", "Provider", "Location", "Storage Properties", "View Text")
+
+
+def _identity(information: str) -> str:
+    """What identifies an entry in `SHOW TABLE EXTENDED`'s text (not statistics or access times,
+    which ANALYZE TABLE and reads change)."""
+    lines = [line for line in information.splitlines() if line.split(":", 1)[0] in _IDENTITY_FIELDS]
+    return "\n".join(lines)
+
+
+def _foreign(name: str) -> bool:
+    """A name in a table's folder that only Spark's file writer makes."""
+    return name.startswith(("part-", ".part-", "_SUCCESS", "._SUCCESS", "_temporary", "{", "_committed", "_started"))
 
 
 def _table_state(table: HudiTable) -> tuple:

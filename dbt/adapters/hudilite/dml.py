@@ -28,6 +28,7 @@ from pyspark.sql import types as T
 
 from . import statement as st
 from .sql_text import strip_comments
+from .table.environment import is_connect
 from .table import ConfigurationError, quote
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[^\s.`(),;]+)"
@@ -130,9 +131,15 @@ def run_statement(catalog, sql: str) -> DataFrame:
         targets = [statement.target] + statement.more_targets if statement.writes else []
         catalog.resolve(list(statement.names) + [t for t in targets if t])
     routed = route_statement(catalog, sql, statement) if statement is not None else None
+    if routed is not None:
+        return routed
     # Spark runs the text as read: each IDENTIFIER(...) the name it was read as
-    return routed if routed is not None else catalog.spark.sql(statement.text if statement is not None and
-                                                               statement.text else sql)
+    result = catalog.spark.sql(statement.text if statement is not None and statement.text else sql)
+    if statement is None or statement.kind != st.QUERY or is_connect(catalog.spark):
+        # whatever Spark ran (a statement misread, a script) left our entries ours: a query
+        # read by Spark's own parser cannot change them
+        catalog.check_entries()
+    return result
 
 
 def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None) -> Optional[DataFrame]:
@@ -170,6 +177,15 @@ def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None)
     found = _hudilite_table(catalog, statement.target)
     for more in statement.more_targets:
         found = found or _hudilite_table(catalog, more)
+    if statement.kind == st.SCRIPT:  # its statements run in Spark, one by one: none may change ours
+        view = next((v for v in map(lambda t: _remembered_view(catalog, t), [statement.target] +
+                                    statement.more_targets) if v), None)
+        if found or view:
+            schema, name = found[:2] if found else view
+            raise ConfigurationError(
+                f"{schema}.{name} is a hudilite table or view: {statement.description} is not supported on it (Spark "
+                "runs a script's statements itself); run them as separate statements")
+        return None
     if statement.with_before:
         if found:
             raise _refused(found, "WITH before INSERT (put the WITH inside the SELECT)")

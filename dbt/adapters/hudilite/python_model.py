@@ -13,6 +13,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .catalog import StorageCatalog
 from .dml import run_statement
+from .table import ConfigurationError
 
 
 def run_python_model(catalog: StorageCatalog, code: str, name: str, this: Sequence[str]):
@@ -27,7 +28,13 @@ def run_python_model(catalog: StorageCatalog, code: str, name: str, this: Sequen
             raise DbtRuntimeError(f"model '{name}': a Python model defines `def model(dbt, session)`")
         catalog.resolve([tuple(this)])  # `dbt.this` in session.sql() reads the table's latest commit
         dbt = namespace["dbtObj"](lambda relation: run_statement(catalog, f"select * from {relation}"))
-        result = namespace["model"](dbt, spark)
+        # what the model did through Spark itself (saveAsTable, session.sql) must leave our entries ours
+        try:
+            result = namespace["model"](dbt, spark)
+        except BaseException:
+            _check_entries(catalog, name, failed=True)
+            raise
+        _check_entries(catalog, name, failed=False)
     except DbtRuntimeError:
         raise
     except Exception as err:  # noqa: BLE001 - the user's code: report where it failed
@@ -35,6 +42,16 @@ def run_python_model(catalog: StorageCatalog, code: str, name: str, this: Sequen
         where = f" (line {lines[-1]}: {code.splitlines()[lines[-1] - 1].strip()})" if lines else ""
         raise DbtRuntimeError(f"model '{name}': {type(err).__name__}: {err}{where}") from None
     return as_spark_dataframe(spark, result, name)
+
+
+def _check_entries(catalog: StorageCatalog, name: str, failed: bool) -> None:
+    """Fail the model when it changed a hudilite table's catalog entry or files through Spark
+    (the entry is registered again first); after a model that failed, only re-register."""
+    try:
+        catalog.check_entries(files=True)
+    except ConfigurationError as err:
+        if not failed:
+            raise DbtRuntimeError(f"model '{name}': {err}") from None
 
 
 def as_spark_dataframe(spark, result: Any, name: str):

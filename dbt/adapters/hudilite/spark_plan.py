@@ -87,8 +87,14 @@ def statement_from_plan(spark, sql: str) -> Optional[st.Statement]:
     plan = parse_plan(spark, sql)
     if plan is None:
         return None
+    return _from_plan(spark, plan)
+
+
+def _from_plan(spark, plan) -> st.Statement:
     names = names_read(plan)
     kind = plan.getClass().getSimpleName()
+    if kind == "CompoundBody":  # a SQL script: BEGIN ... END
+        return _script(spark, plan)
     if kind == "ExplainCommand":  # Spark plans the statement and runs none of it, but for one
         if plan.logicalPlan().getClass().getSimpleName() == "UnresolvedExecuteImmediate":
             return st.Statement(st.EXECUTE_IMMEDIATE, names, description="EXPLAIN EXECUTE IMMEDIATE", explain=True)
@@ -136,6 +142,84 @@ def statement_from_plan(spark, sql: str) -> Optional[st.Statement]:
                            or not spec.properties().isEmpty() or not spec.optionExpression().options().isEmpty())
         found.query = lambda: _query_rows(spark, plan.query())
     return found
+
+
+def _script(spark, plan) -> st.Statement:
+    """A SQL script read statement by statement (those in loops, branches and handlers too): it
+    writes every table one of them writes. An EXECUTE IMMEDIATE in it runs a statement that
+    cannot be read before the script runs (unless it is a literal): its table is unknown."""
+    found = st.Statement(st.SCRIPT, set(), description="a SQL script (BEGIN ... END)")
+    targets: List[List[str]] = []
+    writes: List[str] = []
+    for inner in _script_statements(plan):
+        kind = inner.getClass().getSimpleName()
+        if kind == "ExplainCommand":
+            inner = inner.logicalPlan()
+            kind = inner.getClass().getSimpleName()
+        if kind == "UnresolvedExecuteImmediate":
+            text = _literal_text(inner)
+            parsed = parse_plan(spark, text) if text is not None else None
+            if parsed is None:
+                found.unknown_target = "a SQL script holding EXECUTE IMMEDIATE of a statement not written out"
+                continue
+            inner = parsed
+        statement = _from_plan(spark, inner)
+        found.names |= statement.names
+        if statement.unknown_target:
+            found.unknown_target = statement.unknown_target
+        if statement.writes:
+            writes.append(statement.description or _statement_name(statement.kind))
+            targets += [t for t in [statement.target] + statement.more_targets if t]
+    if writes or found.unknown_target:
+        found.writes = True
+        found.target, found.more_targets = (targets[0] if targets else None), targets[1:]
+        found.description = f"a SQL script (BEGIN ... END) holding {', '.join(sorted(set(writes))) or 'EXECUTE IMMEDIATE'}"
+    return found
+
+
+def _script_statements(plan) -> list:
+    """The plans of every statement a script holds: each `SingleStatement` among the fields of
+    its compound statements (bodies, conditions, loops, handlers), walked whatever their kind."""
+    found, stack, seen = [], [plan], set()
+    while stack:
+        node = stack.pop()
+        try:
+            name = node.getClass().getName()
+        except Exception:  # noqa: BLE001 - a Python value (str, bool, int) among the fields
+            continue
+        if name.endswith(".SingleStatement"):
+            found.append(node.parsedPlan())
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        try:
+            if name == "scala.Some":
+                values = node.iterator()
+            elif name.startswith("scala.collection.") and "Map" not in name:
+                values = node.iterator()
+            elif name.startswith("org.apache.spark.sql.catalyst.plans.logical."):
+                values = node.productIterator()
+            else:
+                continue
+        except Exception:  # noqa: BLE001 - not a collection or a case class: holds no statement
+            continue
+        while values.hasNext():
+            stack.append(values.next())
+    return found
+
+
+def _literal_text(execute_immediate) -> Optional[str]:
+    """The statement of `EXECUTE IMMEDIATE '<literal>'`, else None."""
+    fields = execute_immediate.productIterator()
+    while fields.hasNext():
+        value = fields.next()
+        try:
+            if value.getClass().getSimpleName() == "Literal" and value.value() is not None:
+                return str(value.value().toString())
+        except Exception:  # noqa: BLE001 - not a JVM object
+            continue
+    return None
 
 
 def _target(plan) -> Optional[List[str]]:

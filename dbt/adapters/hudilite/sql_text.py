@@ -216,6 +216,8 @@ def statement_from_text(sql: str, run_query: Callable[[str], object],
         return None
     names = names_in(reader.tokens)
     head = reader.peek()
+    if head == "begin" or (reader.peek(1) == ":" and reader.peek(2) == "begin"):
+        return _script(reader, names)
     if head == "execute" and reader.peek(1) == "immediate":
         return _execute_immediate(reader, names)
     if head == "insert":
@@ -264,6 +266,27 @@ def _unread_write(reader: _Reader, names: set) -> st.Statement:
 
 
 _WRITE_WORDS = {"insert", "merge", "update", "delete", "truncate", "drop", "alter", "load"}
+# In a SQL script, words that begin a statement that may change a table or its entry.
+_SCRIPT_WRITE_WORDS = _WRITE_WORDS | {"create", "replace", "msck", "repair", "comment"}
+
+
+def _script(reader: _Reader, names: set) -> st.Statement:
+    """A SQL script (`[label:] BEGIN ... END`): Spark runs its statements itself, so it is read
+    as a write of every table it names when any statement in it may write (each name a
+    possible target); an EXECUTE IMMEDIATE in it runs a statement no reading can name."""
+    toks = reader.tokens
+    words = {t.keyword for i, t in enumerate(toks)  # not a function's name: replace(...)
+             if t.kind == "word" and not (i + 1 < len(toks) and toks[i + 1].keyword == "(")}
+    found = st.Statement(st.SCRIPT, names, description="a SQL script (BEGIN ... END)")
+    if "execute" in words and "immediate" in words:
+        found.writes, found.unknown_target = True, "a SQL script holding EXECUTE IMMEDIATE"
+    written = sorted(words & _SCRIPT_WRITE_WORDS)
+    if written:
+        targets = sorted(list(n) for n in names)
+        found.writes = True
+        found.target, found.more_targets = (targets[0] if targets else None), targets[1:]
+        found.description = f"a SQL script (BEGIN ... END) holding {', '.join(w.upper() for w in written)}"
+    return found
 
 
 # Statements (by their first words) that change the table they name; anything not here or

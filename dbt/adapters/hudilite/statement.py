@@ -34,6 +34,7 @@ EXECUTE_IMMEDIATE = "EXECUTE IMMEDIATE"  # `inner` is the statement it runs
 RENAME = "RENAME"  # ALTER TABLE/VIEW t RENAME TO `new_name`
 DROP_VIEW = "DROP VIEW"
 DROP_TABLE = "DROP TABLE"
+SCRIPT = "SQL SCRIPT"  # BEGIN ... END: `more_targets` holds every table a statement in it writes
 
 
 @dataclass
