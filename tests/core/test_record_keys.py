@@ -113,24 +113,75 @@ def test_timestamp_keys_are_epoch_micros_whatever_the_session_time_zone(spark, t
         assert_hudi_rs_agrees(table)
 
 
-def test_a_table_whose_timestamp_keys_are_text_keeps_them_in_utc(spark, tmp_path, session_zone):
-    """A table an older hudilite keyed by a timestamp holds text keys and no record of the
-    choice: its keys stay text, now in UTC whatever the session's zone."""
+def _legacy_table(spark, path):
+    """A table as an older hudilite made it: no record of the timestamp key text, text keys."""
     from dbt.adapters.hudilite.table import HudiTable
     from dbt.adapters.hudilite.table.keygen import UTC_TEXT
 
-    session_zone("UTC")
-    path = tmp_path / "t"
-    HudiTable.create(spark, str(path), "t", record_key="ts")
+    HudiTable.create(spark, str(path), "t", record_key="ts", partition_by="p")
     properties = path / ".hoodie" / "hoodie.properties"
     properties.write_text("\n".join(line for line in properties.read_text().splitlines()
                                     if not line.startswith("hudilite.keygen.timestamp.keys")) + "\n")
     old = HudiTable.open(spark, str(path))
     old.context._timestamp_keys = UTC_TEXT  # as the string cast of an older hudilite wrote them
-    old.upsert(_rows(spark, "a"))
+    return old
+
+
+def test_a_table_whose_timestamp_keys_are_text_keeps_them_in_utc(spark, tmp_path, session_zone):
+    """A table an older hudilite keyed by a timestamp holds text keys and no record of the
+    choice: its keys stay text, now in UTC whatever the session's zone, even where the first
+    file of its snapshot is an empty slice a delete left."""
+    from dbt.adapters.hudilite.table import HudiTable
+
+    session_zone("UTC")
+    old = _legacy_table(spark, tmp_path / "t")
+    old.upsert(_rows(spark, "a").selectExpr("*", "if(unix_seconds(ts) < 1710000000, 'a', 'b') as p"))
+    old.delete_where("p = 'a'")  # p=a keeps an empty slice, listed first
     session_zone("America/New_York")
-    table = HudiTable.open(spark, str(path))
-    table.upsert(_rows(spark, "b"))
+    table = HudiTable.open(spark, str(tmp_path / "t"))
+    table.upsert(_rows(spark, "b").selectExpr("*", "if(unix_seconds(ts) < 1710000000, 'a', 'b') as p"))
     assert sorted((r._hoodie_record_key, r.v) for r in table.read().collect()) == [
         ("2024-01-01 12:34:56", "b"), ("2024-03-10 02:30:00", "b")]
+    assert table.validate() == []
+
+
+def test_timestamp_keys_in_neither_form_are_refused(spark, tmp_path, session_zone, monkeypatch):
+    """Text keys an older hudilite wrote in another session zone match neither form: a write
+    would key the rows anew, so it is refused, naming the key and the way out."""
+    from dbt.adapters.hudilite.table import ConfigurationError, HudiTable
+
+    session_zone("Europe/Berlin")
+    old = _legacy_table(spark, tmp_path / "t")
+    old.context._timestamp_keys = None  # the old code: Spark's cast, in the session's zone
+    from dbt.adapters.hudilite.table import keygen
+    with monkeypatch.context() as patched:
+        patched.setattr(keygen, "key_text", lambda value, kind, timestamps="": value.cast("string"))
+        old.upsert(_rows(spark, "a").selectExpr("*", "'a' as p"))
+    session_zone("UTC")
+    table = HudiTable.open(spark, str(tmp_path / "t"))
+    before = [i.timestamp for i in table.timeline()]
+    with pytest.raises(ConfigurationError, match=r"record key '2024-01-01 13:34:56' does not hold timestamp column "
+                                                 r"'ts' as hudilite writes it .*rebuild the table \(--full-refresh\)"):
+        table.upsert(_rows(spark, "b").selectExpr("*", "'a' as p"))
+    assert [i.timestamp for i in table.timeline()] == before
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_decimal_keys_and_partitions_do_not_depend_on_ansi_mode(spark, tmp_path, partitioned):
+    """Spark casts a small decimal of scale 7 or more to '1E-8' with ANSI off and to
+    '0.00000001' with it on: keys and partition folders take the plain form in both."""
+    from dbt.adapters.hudilite.table import HudiTable
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id" if partitioned else "d",
+                             partition_by="d" if partitioned else None)
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    try:
+        for mode, tag in [("true", "a"), ("false", "b")]:
+            spark.conf.set("spark.sql.ansi.enabled", mode)
+            rows = spark.sql(f"select 1L as id, cast(0.00000001 as decimal(12,8)) as d, '{tag}' as v")
+            table.insert_overwrite(rows) if partitioned else table.upsert(rows)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    stored = [(r._hoodie_record_key, r._hoodie_partition_path, r.v) for r in table.read().collect()]
+    assert stored == ([("1", "d=0.00000001", "b")] if partitioned else [("0.00000001", "", "b")])
     assert table.validate() == []

@@ -560,3 +560,24 @@ def test_an_unknown_update_column_is_refused(spark, tmp_path):
     with pytest.raises(ConfigurationError, match="table t: update column 'updated_ta' is not a column of the new rows"):
         table.upsert(spark.sql("select 1L as id, 'b' as plan, 2 as updated_at"), update_columns=["plan", "updated_ta"])
     assert [i.timestamp for i in table.timeline()] == before
+
+
+def test_a_dropped_column_stays_dropped_over_commits_without_our_schema(spark, tmp_path):
+    """A commit of Hudi's Java writer (or an older hudilite) records only the Avro schema: the
+    files it wrote still count as holding a dropped column (review of issue 44, item 7)."""
+    from dbt.adapters.hudilite.table.commit import SPARK_SCHEMA_KEY
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
+    table.upsert(spark.sql("select id, concat('u', id, '@x') as email from range(2) t(id)"))
+    first = table.timeline()[0].timestamp
+    commit = tmp_path / "t" / ".hoodie" / f"{first}.commit"
+    body = json.loads(commit.read_text())
+    del body["extraMetadata"][SPARK_SCHEMA_KEY]
+    commit.write_text(json.dumps(body))
+    table = HudiTable.open(spark, table.path)
+    table.upsert(spark.sql("select 5L as id"), drop_missing_columns=True)
+    before = [i.timestamp for i in table.timeline()]
+    with pytest.raises(SchemaError, match="column 'email' was dropped, but files still in the table hold the values"):
+        table.upsert(spark.sql("select 7L as id, cast(null as string) as email"))
+    assert [i.timestamp for i in table.timeline()] == before
+    assert sorted(data_rows(table.read())) == [(0,), (1,), (5,)]

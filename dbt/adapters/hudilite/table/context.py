@@ -8,11 +8,13 @@ face, as pyiceberg's `Table` is over its transaction and snapshot producers.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import logging
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -430,20 +432,14 @@ class TableContext:
         added = {f.name.lower(): f for f in after.fields if f.name.lower() not in known}
         if not added:
             return
-        live = {g.latest.instant for g in self.timeline.view().live_groups()}
-        schemas = dict(self.timeline.archived().schemas)
-        schemas.update({i.timestamp: m.extra[SPARK_SCHEMA_KEY] for i, m in self.timeline.commits()
-                        if SPARK_SCHEMA_KEY in m.extra})
-        for instant, schema in sorted(schemas.items()):
-            if instant not in live:
-                continue
-            for old in from_json(schema).fields:
-                new = added.get(old.name.lower())
+        for instant, fields in self._live_slice_schemas():
+            for name, old_type in fields:
+                new = added.get(name.lower())
                 if new is None:
                     continue
-                if new.dataType != old.dataType:
+                if old_type is not None and new.dataType != old_type:
                     raise SchemaError(
-                        f"table {self.name}: column '{new.name}' was {old.dataType.simpleString()} when files still in "
+                        f"table {self.name}: column '{new.name}' was {old_type.simpleString()} when files still in "
                         f"the table were written (instant {instant}); adding it back as "
                         f"{new.dataType.simpleString()} would make them unreadable: use another name, or rebuild the "
                         "table (a full refresh)")
@@ -451,6 +447,27 @@ class TableContext:
                     f"table {self.name}: column '{new.name}' was dropped, but files still in the table hold the values "
                     f"it had before (written by instant {instant}); adding it back would show those values again "
                     "instead of nulls: use another name, or rebuild the table (a full refresh)")
+
+    def _live_slice_schemas(self):
+        """(instant, [(column, Spark type or None)]) of each instant that wrote a live slice: the
+        schema its commit recorded (ours exact, Hudi's Java writer's in Avro), else the columns
+        of a file it wrote (an archived Java commit), their types unknown."""
+        live: Dict[str, str] = {}
+        for group in self.timeline.view().live_groups():
+            live.setdefault(group.latest.instant, group.latest.path)
+        recorded = {i: from_json(s) for i, s in self.timeline.archived().schemas.items()}
+        for instant, metadata in self.timeline.commits():
+            if SPARK_SCHEMA_KEY in metadata.extra:
+                recorded[instant.timestamp] = from_json(metadata.extra[SPARK_SCHEMA_KEY])
+            elif metadata.extra.get(SCHEMA_KEY):
+                recorded[instant.timestamp] = from_avro(metadata.extra[SCHEMA_KEY])
+        for instant, path in sorted(live.items()):
+            if instant in recorded:
+                yield instant, [(f.name, f.dataType) for f in recorded[instant].fields]
+                continue
+            with self.storage.open_input(path) as source:
+                names = pq.ParquetFile(source).schema_arrow.names
+            yield instant, [(n, None) for n in names if n not in META_COLUMNS]
 
     def typed(self, df: DataFrame, data_schema: T.StructType, *extra: Column) -> DataFrame:
         """`df`'s data columns in table order, with the table's names and types, then `extra`.
@@ -487,26 +504,51 @@ class TableContext:
 
     def timestamp_key_text(self, columns: Sequence[str], types: Sequence[T.DataType]) -> str:
         """How this table writes timestamp key values (`keygen.TIMESTAMP_KEY_TEXTS`): as
-        hudilite recorded it at creation, else as the keys it holds show (a Java writer's are
-        epoch microseconds; an older hudilite's, text), else Hudi's epoch microseconds."""
-        if self.config.timestamp_keys or not any(isinstance(t, (T.TimestampType, T.TimestampNTZType)) for t in types):
-            if self.config.timestamp_keys not in (None, *TIMESTAMP_KEY_TEXTS):
-                raise self.error(f"{props.TIMESTAMP_KEYS_KEY}={self.config.timestamp_keys} is not one of "
-                                 f"{', '.join(TIMESTAMP_KEY_TEXTS)}")
+        hudilite recorded it at creation, else as a stored key shows it against its own row's
+        value (a Java writer's are epoch microseconds, an older hudilite's text), else Hudi's
+        epoch microseconds. A stored key in neither form (text in another time zone, Hudi's
+        `consistent.logical.timestamp` text) is refused: a write would key its rows anew."""
+        stamps = [c for c, t in zip(columns, types) if isinstance(t, (T.TimestampType, T.TimestampNTZType))]
+        if self.config.timestamp_keys not in (None, *TIMESTAMP_KEY_TEXTS):
+            raise self.error(f"{props.TIMESTAMP_KEYS_KEY}={self.config.timestamp_keys} is not one of "
+                             f"{', '.join(TIMESTAMP_KEY_TEXTS)}")
+        if self.config.timestamp_keys or not stamps:
             return self.config.timestamp_keys or EPOCH_MICROS
         if self._timestamp_keys is None:
-            self._timestamp_keys = EPOCH_MICROS
-            for base_file in self.timeline.view().latest_base_files()[:1]:
-                with self.storage.open_input(base_file.path) as source:
-                    parquet = pq.ParquetFile(source)
-                    if parquet.metadata.num_rows and RECORD_KEY in parquet.schema_arrow.names:
-                        key = parquet.read_row_group(0, columns=[RECORD_KEY]).column(0)[0].as_py() or ""
-                        stamps = [c for c, t in zip(columns, types) if isinstance(t, (T.TimestampType, T.TimestampNTZType))]
-                        date = r"[+-]?\d{4,}-\d\d-\d\d"  # text starts so; epoch micros are digits
-                        if any(re.search(rf"(^|,){re.escape(c)}:{date}", key) if self.field_prefixed_keys()
-                               else re.match(date, key) for c in stamps):
-                            self._timestamp_keys = UTC_TEXT
+            self._timestamp_keys = self._stored_timestamp_key_text(stamps)
         return self._timestamp_keys
+
+    def _stored_timestamp_key_text(self, stamps: Sequence[str]) -> str:
+        for base_file in self.timeline.view().latest_base_files():
+            with self.storage.open_input(base_file.path) as source:
+                parquet = pq.ParquetFile(source)
+                names = {n.lower(): n for n in parquet.schema_arrow.names}
+                if not parquet.metadata.num_rows or RECORD_KEY not in names.values() or any(
+                        c.lower() not in names for c in stamps):
+                    continue  # an empty slice (a delete's) shows nothing
+                row = parquet.read_row_group(0, columns=[RECORD_KEY] + [names[c.lower()] for c in stamps]).slice(0, 1)
+            key = row.column(RECORD_KEY)[0].as_py() or ""
+            found = None
+            for column in stamps:
+                micros = row.column(names[column.lower()]).cast(pa.int64())[0].as_py()
+                if micros is None:
+                    continue
+                forms = {EPOCH_MICROS: str(micros), UTC_TEXT: _spark_timestamp_text(micros)}
+                if self.field_prefixed_keys():
+                    matches = [f for f, text in forms.items()
+                               if re.search(rf"(^|,){re.escape(column)}:{re.escape(text)}(,|$)", key)]
+                else:
+                    matches = [f for f, text in forms.items() if key == text]
+                if not matches:
+                    raise self.error(
+                        f"its record key '{key}' does not hold timestamp column '{column}' as hudilite writes it "
+                        f"({' or '.join(repr(t) for t in forms.values())}): written in another session time zone, or "
+                        "by a Java writer with hoodie.datasource.write.keygenerator.consistent.logical.timestamp."
+                        "enabled, so a write would key its rows anew; rebuild the table (--full-refresh)")
+                found = matches[0]
+            if found is not None:
+                return found
+        return EPOCH_MICROS
 
     def virtual_keys(self) -> Optional[VirtualKeys]:
         """How write tasks make stored rows' keys on a table with virtual keys; None otherwise."""
@@ -723,6 +765,13 @@ class TableContext:
         except Exception as err:  # noqa: BLE001 - see above
             logger.warning("table %s: index maintenance after the commit failed, the next write retries it: %s",
                            self.name, err)
+
+
+def _spark_timestamp_text(micros: int) -> str:
+    """Spark's text of a timestamp in UTC: `yyyy-MM-dd HH:mm:ss[.f]`, trailing zeros dropped."""
+    moment = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)
+    text = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} {moment:%H:%M:%S}"
+    return text + (f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else "")
 
 
 def read_config(storage: Storage) -> props.TableConfig:

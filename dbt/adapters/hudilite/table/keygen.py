@@ -99,6 +99,15 @@ def key_text(value: Column, kind: Optional[T.DataType], timestamps: str = EPOCH_
         parts = [(F.unix_date(value.cast("date")), _DAY_MICROS), (F.hour(value), 3_600_000_000),
                  (F.minute(value), 60_000_000), (seconds, 1)]
         return sum((part.cast("long") * F.lit(scale) for part, scale in parts), F.lit(0).cast("long")).cast("string")
+    return value_text(value, kind)
+
+
+def value_text(value: Column, kind: Optional[T.DataType]) -> Column:
+    """Spark's string cast, but a decimal's text is its plain form (`0.00000001`) in every
+    session: the cast writes Java's scientific form (`1E-8`, below 1e-6 at a scale of 7 or
+    more) when `spark.sql.ansi.enabled` is off, and `try_cast` takes the ANSI form either way."""
+    if isinstance(kind, T.DecimalType) and hasattr(value, "try_cast"):
+        return value.try_cast("string")
     return value.cast("string")
 
 
@@ -233,7 +242,7 @@ def partition_path(fields: Sequence[str], hive_style: bool, table: str,
         return F.lit("")
     segments = []
     for name, kind in zip(fields, types or [None] * len(fields)):
-        value = F.col(quote(name)).cast("string")
+        value = value_text(F.col(quote(name)), kind)
         if isinstance(kind, T.DateType):  # as `PartitionFormat` refuses them
             day = F.col(quote(name))
             outside = (day < F.lit(_FIRST_DATE).cast("date")) | (day > F.lit(_LAST_DATE).cast("date"))
