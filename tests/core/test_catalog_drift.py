@@ -131,3 +131,20 @@ def test_the_text_reader_refuses_scripts_too():
     assert found.writes and found.unknown_target
     found = statement_from_text("BEGIN SELECT replace(v, 'a') FROM s.pages; END", lambda q: q)
     assert not found.writes
+
+
+def test_another_sessions_registration_of_a_newer_commit_is_ours(spark, lake, tmp_path):
+    """Several dbt processes on one Spark Connect server share its catalog: an entry another
+    hudilite session registered (after its own commit) is not a drift; a look-alike is."""
+    catalog, table, root = lake
+    other = StorageCatalog(spark, str(root))  # another session's catalog, on the same Spark catalog
+    table.insert(spark.createDataFrame([(3, "c")], "id long, v string"))
+    other.register("dr", "pages")
+    catalog.check_entries()
+    assert _spark_rows(spark, catalog) == [(1, "a"), (2, "b"), (3, "c")]
+    location = spark.sql("DESCRIBE TABLE EXTENDED dr.pages").where("col_name = 'Location'").collect()[0].data_type
+    spark.sql("DROP TABLE dr.pages")  # the same glob, made by Spark: not a registration of ours
+    spark.catalog.createTable("dr.pages", path=location.replace("file:", ""), source="parquet",
+                              schema=table.schema())
+    with pytest.raises(ConfigurationError, match=r"dr\.pages: its Spark catalog entry"):
+        catalog.check_entries()

@@ -1,7 +1,7 @@
 """A generated corpus of SQL statements aimed at hudilite tables, and the checks run after each.
 
-Every DML and DDL form (`FORMS`) is spelled every way a name can be (`SPELLINGS`), and run
-plain and under EXPLAIN, through the adapter's router (`run_statement`) on a table with one
+Every DML and DDL form (`FORMS`, SQL scripts among them) is spelled every way a name can be
+(`SPELLINGS`), and run plain and under EXPLAIN, through the adapter's router (`run_statement`) on a table with one
 base file and on a partitioned one with several. After each statement the table on storage
 is unchanged, or changed by exactly one core commit that did what the statement says; the
 expected outcome of each statement is derived from its form and spelling (`expected`).
@@ -17,6 +17,10 @@ and the session must still resolve the table and read its rows through Spark; wh
 fails, the group is run again with that check after every statement, to name the statement
 that broke it. A table is put back (copied from a pristine copy) only before a group that
 follows one that changed it.
+
+Spark's DataFrame writer (`WRITER_FORMS`: saveAsTable in every mode, insertInto, writeTo,
+save(path), and session.sql as a Python model runs it) is aimed at each table too, followed by
+the check the adapter runs after a Python model.
 
 The same code runs in a classic session (in the pytest process) and over Spark Connect (in a
 process of its own: `python -m tests.functional.statement_corpus <url> <folder> <sample>`,
@@ -118,6 +122,11 @@ FORMS: List[Form] = [
     Form("cache as select", "CACHE TABLE corpus_cached_{k} AS SELECT * FROM {t}", OK),
     Form("refresh", "REFRESH TABLE {t}", OK),
     Form("select", "SELECT * FROM {t} WHERE id > {k}", OK, cte_outcome=OK),
+    # Spark runs a script's statements itself: one that writes the table is refused (issue 44, item 2)
+    Form("sql script", "BEGIN DROP TABLE {t}; CREATE TABLE {t} AS SELECT {k} AS id; END", REFUSED,
+         cte_outcome=UNCHANGED),
+    Form("sql script in a branch", "BEGIN IF {k} > 0 THEN INSERT INTO {t} VALUES ({k}08, 's{k}', 'x'); END IF; END",
+         REFUSED, cte_outcome=UNCHANGED),
 ]
 FORMS_BY_NAME = {f.name: f for f in FORMS}
 # Forms whose group also compares every snapshot and every changes range with hudi-rs through
@@ -194,6 +203,44 @@ SPELLINGS: List[Spelling] = [
     Spelling("execute immediate variable", _execute_variable),
     Spelling("execute immediate using", _execute_using),
     Spelling("view over the table", _name(lambda s, t: f"{s}.{VIEW}"), through_view=True),
+]
+
+
+# ---- Spark's DataFrame writer, aimed at a table's entry or folder (issue 44, items 1 and 3) -------
+DETECTED = "detected"  # written behind the core: the check after a Python model names the table; nothing committed
+
+
+@dataclass
+class WriterForm:
+    name: str
+    write: Callable[..., None]  # (spark, rows, "schema.table", the table's folder)
+    outcome: str
+
+
+WRITER_FORMS: List[WriterForm] = [
+    WriterForm("saveAsTable append", lambda spark, rows, t, path: rows.write.mode("append").saveAsTable(t), REFUSED),
+    WriterForm("saveAsTable append parquet", lambda spark, rows, t, path:
+               rows.write.format("parquet").mode("append").saveAsTable(t), REFUSED),
+    WriterForm("saveAsTable append into its folder", lambda spark, rows, t, path:
+               rows.write.mode("append").option("path", path).saveAsTable(t), REFUSED),
+    WriterForm("saveAsTable overwrite", lambda spark, rows, t, path: rows.write.mode("overwrite").saveAsTable(t),
+               REFUSED),  # Spark drops and re-creates the entry: found by the check, registered again
+    WriterForm("saveAsTable errorifexists", lambda spark, rows, t, path: rows.write.saveAsTable(t), REFUSED),
+    WriterForm("saveAsTable ignore", lambda spark, rows, t, path: rows.write.mode("ignore").saveAsTable(t), OK),
+    WriterForm("insertInto", lambda spark, rows, t, path: rows.write.insertInto(t), ERROR),  # MULTI_PATH
+    WriterForm("insertInto overwrite", lambda spark, rows, t, path: rows.write.insertInto(t, overwrite=True), ERROR),
+    WriterForm("writeTo append", lambda spark, rows, t, path: rows.writeTo(t).append(), REFUSED),
+    WriterForm("writeTo overwritePartitions", lambda spark, rows, t, path: rows.writeTo(t).overwritePartitions(),
+               REFUSED),
+    WriterForm("writeTo create", lambda spark, rows, t, path: rows.writeTo(t).create(), REFUSED),
+    WriterForm("writeTo createOrReplace", lambda spark, rows, t, path: rows.writeTo(t).createOrReplace(), REFUSED),
+    WriterForm("writeTo replace", lambda spark, rows, t, path: rows.writeTo(t).replace(), REFUSED),
+    WriterForm("session.sql drop and create", lambda spark, rows, t, path: [
+        spark.sql(f"DROP TABLE {t}"), spark.sql(f"CREATE TABLE {t} USING parquet AS SELECT 1 AS id")], REFUSED),
+    WriterForm("session.sql set location", lambda spark, rows, t, path:
+               spark.sql(f"ALTER TABLE {t} SET LOCATION '/tmp/hudilite-corpus-elsewhere'"), REFUSED),
+    # no entry is involved: files land in the table's folder, committed nowhere; the check names them
+    WriterForm("save(path) append", lambda spark, rows, t, path: rows.write.mode("append").parquet(path), DETECTED),
 ]
 
 
@@ -324,7 +371,7 @@ class Corpus:
 
     def view(self, name: str):
         self.catalog.remember_view(SCHEMA, VIEW, f"select * from {SCHEMA}.{name}")
-        self.spark.sql(f"DROP VIEW IF EXISTS {SCHEMA}.{VIEW}")  # made again from storage when named
+        self.catalog.forget_entry(SCHEMA, VIEW)  # made again from storage when named
 
     # one statement ---------------------------------------------------------------------------
     def run_case(self, case: Case, name: str, k: int, state: dict) -> None:
@@ -451,7 +498,54 @@ class Corpus:
             except AssertionError as err:
                 self.report.failures.append(f"{label}: hudi-rs disagrees: {err}")
 
-    def run(self, cases: List[Case]) -> Report:
+    # Spark's DataFrame writer ---------------------------------------------------------------
+    def run_writer(self, form: WriterForm, name: str, k: int) -> None:
+        """`form` aimed at table `name`, then the check the adapter runs after a Python model
+        (`StorageCatalog.check_entries`); then the session must still read the table's rows."""
+        if name in self.dirty:
+            self.restore(name)
+        before, rows_before = _listing(self.path(name)), self.rows(name)
+        instants = {i.timestamp for i in self.table(name).timeline() if i.is_completed}
+        rows = self.spark.createDataFrame([(k * 100 + 9, f"w{k}", "x")], "id bigint, v string, p string")
+        error = None
+        try:
+            form.write(self.spark, rows, f"{SCHEMA}.{name}", self.path(name))
+        except Exception as err:  # noqa: BLE001 - judged below
+            error = err
+        try:
+            self.catalog.check_entries(files=True)
+        except Exception as err:  # noqa: BLE001 - the error the model would fail with
+            error = error or err
+        self.report.statements += 1
+        after = _listing(self.path(name))
+        named = error is not None and f"{SCHEMA}.{name}" in _message(error)
+        got = OK if error is None else REFUSED if named else ERROR
+        changed = after != before
+        problems = []
+        if form.outcome == DETECTED:
+            self.dirty.add(name)
+            new = {i.timestamp for i in self.table(name).timeline() if i.is_completed} - instants
+            kept = all(after.get(f) == v for f, v in before.items())
+            if not (changed and named and not new and kept and self.rows(name) == rows_before):
+                problems.append(f"expected files written beside the table, named by the check, nothing committed: "
+                                f"changed={changed}, new instants={len(new)}, committed files kept={kept}, "
+                                f"error={str(error)[:300] if error else None}")
+            got = DETECTED if not problems else got
+        elif changed:
+            self.dirty.add(name)
+            problems.append(f"changed storage: {sorted(set(after) - set(before))[:3]}")
+        elif got != form.outcome:
+            problems.append(f"{got}, expected {form.outcome}: {str(error)[:300] if error else None}")
+        self.report.outcomes[form.outcome if got == form.outcome else f"{form.outcome}->{got}"] += 1
+        broken = self.resolves(name, self.rows(name))
+        if broken:
+            problems.append(broken)
+        if problems:
+            self.report.failures.append(f"[{self.mode}] {name}: DataFrame writer {form.name}: " + "; ".join(problems))
+        if name in self.dirty:  # before the next form, which checks every table's folder
+            self.restore(name)
+
+    def run(self, cases: List[Case], writers: List[WriterForm] = WRITER_FORMS) -> Report:
         start = time.time()
         by_form: Dict[str, List[Case]] = {}
         for case in cases:
@@ -462,6 +556,10 @@ class Corpus:
                     began = time.time()
                     self.run_group(group, name)
                     self.report.group_seconds[f"{name}: {form}"] = round(time.time() - began, 2)
+                began = time.time()
+                for k, writer in enumerate(writers, 1):
+                    self.run_writer(writer, name, k)
+                self.report.group_seconds[f"{name}: DataFrame writers"] = round(time.time() - began, 2)
         finally:
             self.close()
         self.report.seconds = round(time.time() - start, 1)
@@ -480,6 +578,7 @@ def main(argv: List[str]) -> None:
         spark = (SparkSession.builder.master("local[2,2]").appName("hudilite-corpus")
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
                  .config("spark.sql.session.timeZone", "UTC").config("spark.sql.catalogImplementation", "in-memory")
+                 .config("spark.sql.warehouse.dir", os.path.join(folder, "warehouse"))  # saveAsTable's own tables
                  .config("spark.pyspark.python", sys.executable).getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         mode = "classic"

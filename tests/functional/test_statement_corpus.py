@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.functional.statement_corpus import FORMS, SPELLINGS, generate
+from tests.functional.statement_corpus import FORMS, SPELLINGS, WRITER_FORMS, generate
 
 CONNECT_SAMPLE = 4  # spellings per form over Connect (and one EXPLAIN): see test_the_corpus_over_spark_connect
 
@@ -27,7 +27,7 @@ def test_the_whole_corpus_in_a_classic_session(tmp_path):
     report = _run_corpus("local", tmp_path, 0)
     print(f"classic: {report['statements']} statements, {report['commits']} commits, {report['seconds']} s, "
           f"outcomes {report['outcomes']}")
-    assert report["statements"] == 2 * len(generate())  # on each table
+    assert report["statements"] == 2 * (len(generate()) + len(WRITER_FORMS))  # on each table
     assert not report["failures"], "\n".join(report["failures"])
 
 
@@ -39,5 +39,5 @@ def test_the_corpus_over_spark_connect(tmp_path, connect_url):
     report = _run_corpus(connect_url, tmp_path, CONNECT_SAMPLE)
     print(f"connect: {report['statements']} statements, {report['commits']} commits, {report['seconds']} s, "
           f"outcomes {report['outcomes']}")
-    assert report["statements"] == 2 * len(cases)
+    assert report["statements"] == 2 * (len(cases) + len(WRITER_FORMS))
     assert not report["failures"], "\n".join(report["failures"])

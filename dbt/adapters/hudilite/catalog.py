@@ -94,7 +94,7 @@ class StorageCatalog:
         self._lock = threading.RLock()
         # (schema, name) -> what its Spark entry shows: ("table", latest instant) or ("view", sql)
         self._entries: Dict[Tuple[str, str], tuple] = {}
-        # (schema, name) -> what Spark's catalog showed of the entry right after we made it
+        # (schema, name) -> what Spark's catalog showed of a table's entry right after we made it
         # (`_identity`): anything else found there later was put there behind our back
         self._identities: Dict[Tuple[str, str], str] = {}
 
@@ -307,8 +307,7 @@ class StorageCatalog:
                     self.spark.sql(f"create or replace view {quote(schema, name)} as {sql}")
                 except Exception as err:  # noqa: BLE001 - named here, not as a missing view later
                     raise ConfigurationError(f"view {schema}.{name} cannot be re-created: {err}") from None
-                self._entries[key] = ("view", sql)
-                self._identities[key] = self._spark_entry(schema, name)
+                self._entries[key] = ("view", sql)  # no identity: a view model's CREATE OR REPLACE VIEW is Spark's
 
     def _in_spark(self, schema: str, name: str) -> bool:
         """Spark's catalog still holds the entry: a DROP or rename of it the router did not see
@@ -332,8 +331,7 @@ class StorageCatalog:
         # DataFrame's saveAsTable in append mode (which writes to the location as one folder,
         # not through the glob) fails before it creates anything, with this text as its error.
         # The token makes the entry ours: an entry made again by someone else has another.
-        refusal = (f"{schema}.{name} is a hudilite table, read-only to Spark's writers "
-                   f"(registration {uuid.uuid4().hex[:12]})")
+        refusal = f"{_refusal(schema, name)} (registration {uuid.uuid4().hex[:12]})"
         with self._lock:
             self.spark.sql(f"create namespace if not exists {quote(schema)}")
             self._drop_entry(schema, name)
@@ -341,6 +339,12 @@ class StorageCatalog:
                                            **{READ_ONLY_OPTION: refusal})
             self._entries[(schema, name)] = state
             self._identities[(schema, name)] = self._spark_entry(schema, name)
+
+    def forget_entry(self, schema: str, name: str) -> None:
+        """Drop Spark's entry of `schema.name` and forget it: the next statement naming it makes
+        it again from storage, as a new process would."""
+        with self._lock:
+            self._drop_entry(schema, name)
 
     def _drop_entry(self, schema: str, name: str) -> None:
         self._entries.pop((schema, name), None)
@@ -377,25 +381,29 @@ class StorageCatalog:
         LOCATION) by Spark itself is registered again, and a ConfigurationError names it.
         With `files`, a table's folder holding files a Spark writer put there (`part-*`,
         `_SUCCESS`, a folder named after the entry's glob) is named too."""
-        with self._lock:
-            expected = dict(self._identities)
-        if not expected:
+        if not self._identities:
             return
-        shown: Dict[str, Dict[str, str]] = {}
         broken, stray = [], []
-        for (schema, name), identity in sorted(expected.items()):
-            if schema not in shown:
-                shown[schema] = self._spark_entries(schema)
-            if identity is None or shown[schema].get(name.lower()) != identity:
+        with self._lock:  # another thread's registration is never half seen
+            shown: Dict[str, Dict[str, str]] = {}
+            for (schema, name), identity in sorted(self._identities.items()):
+                if schema not in shown:
+                    shown[schema] = self._spark_entries(schema)
+                now = shown[schema].get(name.lower())
+                if now == identity:
+                    continue
+                if identity is not None and now is not None and _registered_by_hudilite(schema, name, identity, now):
+                    self._identities[(schema, name)] = now  # another process's registration, of a newer commit
+                    continue
                 broken.append((schema, name))
-            if files and self._entries.get((schema, name), ("",))[0] == "table":
-                found = [n for n in self.storage.list_names(self.folder(schema, name)) if _foreign(n)]
-                if found:
-                    stray.append((schema, name, found))
-        for key in broken:
-            with self._lock:
+            for key in broken:
                 self._drop_entry(*key)  # Spark's own table in its place goes, with its warehouse files
-            self._refresh(key, set())
+                self._refresh(key, set())
+            tables = [key for key, state in self._entries.items() if state[0] == "table"] if files else []
+        for schema, name in tables:
+            found = [n for n in self.storage.list_names(self.folder(schema, name)) if _foreign(n)]
+            if found:
+                stray.append((schema, name, found))
         problems = [f"{s}.{n}: its Spark catalog entry was dropped, replaced or re-pointed by Spark itself (a "
                     "DataFrame write such as saveAsTable, or DROP, CREATE or ALTER TABLE run by Spark), not by "
                     "hudilite; " + ("it is registered again as of the table's latest commit" if self._entries.get((s, n))
@@ -594,6 +602,24 @@ def _identity(information: str) -> str:
     which ANALYZE TABLE and reads change)."""
     lines = [line for line in information.splitlines() if line.split(":", 1)[0] in _IDENTITY_FIELDS]
     return "\n".join(lines)
+
+
+def _refusal(schema: str, name: str) -> str:
+    return f"{schema}.{name} is a hudilite table, read-only to Spark's writers"
+
+
+def _registered_by_hudilite(schema: str, name: str, ours: str, now: str) -> bool:
+    """`now` is a registration of the same table by another hudilite session (several dbt
+    processes on one Spark Connect server share its catalog): same kind and provider, a glob
+    under the same folder, and the read-only option. A table made by Spark has no such option,
+    and SET LOCATION leaves the folder."""
+    def fields(identity: str) -> Dict[str, str]:
+        return dict(line.split(": ", 1) for line in identity.splitlines() if ": " in line)
+
+    before, after = fields(ours), fields(now)
+    return (all(before.get(k) == after.get(k) for k in ("Type", "Provider"))
+            and before.get("Location", "").split("{")[0] == after.get("Location", "-").split("{")[0]
+            and f"{READ_ONLY_OPTION}={_refusal(schema, name)} (registration " in after.get("Storage Properties", ""))
 
 
 def _foreign(name: str) -> bool:
