@@ -30,9 +30,12 @@ def _rows(table):
                                              r"column `qty`"),
     ("UPDATE sa.orders SET qty = qty * 1000000000L WHERE id = 1", r"CAST_OVERFLOW_IN_TABLE_INSERT.*column `qty`"),
     ("UPDATE sa.orders SET price = 1234.5", r"CAST_OVERFLOW_IN_TABLE_INSERT.*column `price`"),
-    ("UPDATE sa.orders SET d = '2026-13-45'", r"CANNOT_SAFELY_CAST.*`d` \"STRING\" to \"DATE\""),
+    ("UPDATE sa.orders SET d = '2026-13-45'", r"CAST_INVALID_INPUT.*\"STRING\" cannot be cast to \"DATE\" for "
+                                              r"column `d`"),
+    ("UPDATE sa.orders SET d = array(1)", r"CANNOT_SAFELY_CAST.*`d` \"ARRAY<INT>\" to \"DATE\""),
     ("INSERT INTO sa.orders SELECT 7, 5000000000, NULL, NULL", r"CAST_OVERFLOW_IN_TABLE_INSERT.*column `qty`"),
-    ("INSERT INTO sa.orders SELECT 7, 5, '2026-13-45', NULL", r"CANNOT_SAFELY_CAST.*`d` \"STRING\" to \"DATE\""),
+    ("INSERT INTO sa.orders SELECT 7, 5, '2026-13-45', NULL", r"CAST_INVALID_INPUT.*column `d`"),
+    ("INSERT INTO sa.orders SELECT 7, '5x', NULL, NULL", r"CAST_INVALID_INPUT.*\"INT\" for column `qty`"),
     ("INSERT INTO sa.orders (id, qty) VALUES (7, cast('NaN' as double))", r"CAST_OVERFLOW_IN_TABLE_INSERT.*`qty`"),
     ("INSERT INTO sa.orders (id, qty) VALUES (7, true)", r"CANNOT_SAFELY_CAST.*`qty` \"BOOLEAN\" to \"INT\""),
     ("INSERT OVERWRITE sa.orders (id, price) VALUES (7, 1000)", r"CAST_OVERFLOW_IN_TABLE_INSERT.*`price`"),
@@ -58,12 +61,13 @@ def test_values_that_fit_are_stored_as_sparks_insert_stores_them(spark, orders):
 
     catalog, table = orders
     for sql in ["INSERT INTO sa.orders SELECT 2L, 2147483647L, timestamp'2026-01-05 10:00:00', 1.005d",
+                "INSERT INTO sa.orders VALUES (4, '7', '2026-03-01', '1.5')",  # strings parsed, as dbt's tests write them
                 "INSERT INTO sa.orders (id, qty, price) VALUES (3, 1.9d, 999.99)",
                 "UPDATE sa.orders SET qty = qty + 1L, price = 12 WHERE id = 1",
                 "UPDATE sa.orders SET d = date'2026-02-01', qty = NULL WHERE id = 3"]:
         run_statement(catalog, sql).collect()
     assert _rows(table) == [(1, 11, None, Decimal("12.00")), (2, 2147483647, dt.date(2026, 1, 5), Decimal("1.01")),
-                            (3, None, dt.date(2026, 2, 1), Decimal("999.99"))]
+                            (3, None, dt.date(2026, 2, 1), Decimal("999.99")), (4, 7, dt.date(2026, 3, 1), Decimal("1.50"))]
     assert table.validate() == []
     assert_hudi_rs_agrees(table)
 

@@ -285,7 +285,8 @@ def _insert(statement: st.Statement, schema: str, name: str, table) -> None:
 # spark.sql.ansi.enabled says): some type pairs are refused before anything runs
 # (INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST), the rest are cast as an ANSI cast casts, and
 # a value that does not fit fails the statement (CAST_OVERFLOW_IN_TABLE_INSERT) instead of being
-# wrapped or stored as null. `try_cast` is that cast with a null for a misfit, so a non-null value
+# wrapped or stored as null. One extension: strings are parsed into numbers, dates, timestamps
+# and booleans (`sql_assignable`), a string that does not parse failing (CAST_INVALID_INPUT). `try_cast` is that cast with a null for a misfit, so a non-null value
 # whose try_cast is null is exactly a value Spark's INSERT would refuse.
 _NUMBER = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
 _DATETIME = (T.DateType, T.TimestampType, T.TimestampNTZType)
@@ -315,12 +316,20 @@ def store_assignable(given: T.DataType, column: T.DataType) -> bool:
     return False
 
 
+def sql_assignable(given: T.DataType, column: T.DataType) -> bool:
+    """`store_assignable`, and a string to a number, date, timestamp or boolean column, parsed as
+    an ANSI cast parses it (a string that does not parse fails the statement): SQL writes dates
+    as string literals (dbt's own adapter tests do), where Spark's INSERT asks for a cast."""
+    return store_assignable(given, column) or (
+        isinstance(given, T.StringType) and isinstance(column, _NUMBER + _DATETIME + (T.BooleanType,)))
+
+
 def _type_name(data_type: T.DataType) -> str:
     return data_type.simpleString().upper()
 
 
 def _check_assignable(given: T.DataType, column: T.DataType, table: str, name: str) -> None:
-    if not store_assignable(given, column):
+    if not sql_assignable(given, column):
         schema, _, table_name = table.partition(".")
         raise ConfigurationError(
             f"{table}: [INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST] Cannot write incompatible data for the table "
@@ -329,6 +338,10 @@ def _check_assignable(given: T.DataType, column: T.DataType, table: str, name: s
 
 
 def _overflow_message(given: T.DataType, column: T.DataType, table: str, name: str) -> str:
+    if isinstance(given, T.StringType):
+        return (f"{table}: [CAST_INVALID_INPUT] A value of the type \"STRING\" cannot be cast to "
+                f"\"{_type_name(column)}\" for column `{name}` because it is malformed; nothing was written. Use "
+                "`try_cast` on the input value to store NULL instead")
     return (f"{table}: [CAST_OVERFLOW_IN_TABLE_INSERT] Fail to assign a value of \"{_type_name(given)}\" type to the "
             f"\"{_type_name(column)}\" type column `{name}` due to an overflow; nothing was written. Use "
             "`try_cast` on the input value to tolerate overflow and store NULL instead")
