@@ -281,3 +281,31 @@ def test_a_rename_onto_a_name_that_holds_files_is_refused_and_moves_nothing(spar
     catalog.rename_table("a", "src", "a", "dst")
     assert _ids(catalog.open("a", "dst")) == [1, 2, 3] and not HudiTable.exists(catalog.table_path("a", "src"))
     assert not (tmp_path / "a" / "dst" / ".hoodie" / ".hudilite" / "lock").exists()  # the moved lock went
+
+
+def test_names_are_lower_case_on_storage_and_capitalised_folders_stay_readable(spark, tmp_path):
+    """Issue 44, item 9: one case rule for folders, the catalog and dbt's cache. New tables and
+    views go to lower-case folders and files, as Spark's catalog names them; a table an older
+    hudilite made in a capitalised folder (`Sales/MODEL`) is found under any spelling."""
+    root = tmp_path / "lakehouse"
+    legacy = HudiTable.create(spark, str(root / "Sales" / "MODEL"), "MODEL")
+    legacy.insert(spark.createDataFrame([(1,)], "id long"))
+    catalog = StorageCatalog(spark, str(root))
+    for schema, name in [("Sales", "MODEL"), ("sales", "model"), ("SALES", "Model")]:
+        assert catalog.is_table(schema, name)
+        assert catalog.table_path(schema, name) == str(root / "Sales" / "MODEL")
+    assert [r.id for r in run_statement(catalog, "select id from sales.model").collect()] == [1]
+    run_statement(catalog, "insert into SALES.Model values (2)")
+    assert sorted(r.id for r in HudiTable.open(spark, str(root / "Sales" / "MODEL")).read().collect()) == [1, 2]
+
+    created = catalog.create_table("Sales", "NewOne", spark.createDataFrame([(3,)], "id long"))
+    assert created.path == str(root / "Sales" / "newone")
+    catalog.remember_view("Sales", "MyView", "select id from sales.newone")
+    assert (root / "Sales" / ".hudilite_views" / "myview.sql").exists()
+    assert catalog.is_view("sales", "MYVIEW")
+    assert [r.id for r in run_statement(catalog, "select id from sales.myview").collect()] == [3]
+    assert catalog.tables("sales") == ["MODEL", "newone"]
+    catalog.drop_table("sales", "model")
+    assert not (root / "Sales" / "MODEL").exists() and not catalog.is_table("Sales", "MODEL")
+    again = catalog.create_table("Sales", "MODEL", spark.createDataFrame([(4,)], "id long"))
+    assert again.path == str(root / "Sales" / "model")  # a name made again is lower case

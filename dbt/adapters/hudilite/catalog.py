@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from .statement import read_statement
 from .table import ConfigurationError, HudiTable, Storage, faults, quote
+from .table.environment import is_connect
 from .table.layout import HOODIE_DIR, LOCK_FILE, PROPERTIES_FILE
 from .table.lock import TableLock
 
@@ -57,6 +58,11 @@ def snapshot_glob(base_uri: str, relative_paths: List[str]) -> str:
         alternatives.append(posixpath.join(_FOLDER_SPECIAL.sub("?", folder), name) if folder else name)
     escaped_base = _GLOB_SPECIAL.sub(r"\\\1", base_uri)  # outside braces, escapes work
     return f"{escaped_base}/{{{','.join(alternatives)}}}"
+
+
+def _canonical(schema: str, name: str) -> Tuple[str, str]:
+    """How this catalog keys a name: lower case, as Spark's catalog does (see `_spelled`)."""
+    return schema.lower(), name.lower()
 
 
 def folder_name(part: str, kind: str) -> str:
@@ -97,13 +103,32 @@ class StorageCatalog:
         # (schema, name) -> what Spark's catalog showed of a table's entry right after we made it
         # (`_identity`): anything else found there later was put there behind our back
         self._identities: Dict[Tuple[str, str], str] = {}
+        # folder -> {lower-cased name: name} of what it holds in capitals (`_spelled`)
+        self._capitalised: Dict[str, Dict[str, str]] = {}
 
     # ---- where things live ------------------------------------------------------------------
     def folder(self, schema: str, name: Optional[str] = None) -> str:
         """`<schema>[/<name>]` under location_root; names that would lead anywhere else (empty,
         `.`, `..`, a path, a hidden folder of ours) are refused before any path is built."""
-        parts = [folder_name(schema, "schema")] + ([] if name is None else [folder_name(name, "name")])
-        return posixpath.join(*parts)
+        schema_folder = self._spelled("", folder_name(schema, "schema"))
+        if name is None:
+            return schema_folder
+        return posixpath.join(schema_folder, self._spelled(schema_folder, folder_name(name, "name")))
+
+    def _spelled(self, parent: str, part: str) -> str:
+        """Names are lower case on storage, as Spark's catalog and dbt-spark keep them: a model
+        `MODEL` is the folder `model`, and `MODEL`, `Model` and `model` name one table. A folder
+        or file an older hudilite made in capitals keeps its spelling, found by one listing of
+        its parent per catalog (nothing new is made in capitals, so the listing stays true)."""
+        with self._lock:
+            if parent not in self._capitalised:
+                self._capitalised[parent] = {n.lower(): n for n in self.storage.list_names(parent) if n != n.lower()}
+            return self._capitalised[parent].get(part.lower(), part.lower())
+
+    def _forget_spellings(self) -> None:
+        """After a drop or rename: a capitalised folder that went must not be made again."""
+        with self._lock:
+            self._capitalised.clear()
 
     def table_path(self, schema: str, name: str) -> str:
         return posixpath.join(self.root, self.folder(schema, name))
@@ -124,12 +149,12 @@ class StorageCatalog:
         return sorted(n for n in self.storage.list_names("") if not n.startswith("."))
 
     def tables(self, schema: str) -> List[str]:
-        names = set(self.storage.list_names(schema)) | set(self.storage.list_names(self._rebuild_folder(schema)))
+        names = set(self.storage.list_names(self.folder(schema))) | set(self.storage.list_names(self._rebuild_folder(schema)))
         return sorted(n for n in names if not n.startswith(".") and self.is_table(schema, n))
 
     # ---- rebuilds with a new layout: built beside the table, then swapped in -----------------
     def _rebuild_folder(self, schema: str, name: Optional[str] = None) -> str:
-        return posixpath.join(self.folder(schema), REBUILDS_DIR, *([folder_name(name, "name")] if name else []))
+        return posixpath.join(self.folder(schema), REBUILDS_DIR, *([folder_name(name, "name").lower()] if name else []))
 
     def rebuild_path(self, schema: str, name: str) -> str:
         """Where a rebuild of `schema.name` with a new layout builds its table (emptied first: a
@@ -174,7 +199,7 @@ class StorageCatalog:
         return TableLock(Storage(posixpath.join(self.root, posixpath.dirname(self._swap_record(schema, name)))))
 
     def _swap_record(self, schema: str, name: str) -> str:
-        return posixpath.join(self.folder(schema), SWAPS_DIR, folder_name(name, "name"), SWAP_RECORD)
+        return posixpath.join(self.folder(schema), SWAPS_DIR, folder_name(name, "name").lower(), SWAP_RECORD)
 
     def _write_record(self, schema: str, name: str, record: Dict[str, str]) -> None:
         path = self._swap_record(schema, name)
@@ -231,6 +256,7 @@ class StorageCatalog:
         current = self.spark.catalog.currentDatabase()
         for parts in names:
             key = self.table_key(parts, current)
+            key = None if key is None else _canonical(*key)
             if key is not None and key not in self._entries:
                 key = self.stored_key(key, listed)
             if key is not None:
@@ -238,8 +264,8 @@ class StorageCatalog:
 
     def stored_key(self, key: Tuple[str, str], listed: Optional[Dict[str, Dict[str, str]]] = None
                    ) -> Optional[Tuple[str, str]]:
-        """(schema, name) as spelled on storage of the table or view `key` names, or None (one
-        listing per schema). Spark matches names without regard to case: `S.T` is `s/t`."""
+        """(schema, name), lower-cased (`_canonical`), of the table or view `key` names, or None
+        (one listing per schema). Spark matches names without regard to case: `S.T` is `s/t`."""
         listed = {} if listed is None else listed
         schemas = self._names_in("", listed)
         schema = key[0] if key[0] in schemas.values() else schemas.get(key[0].lower())
@@ -250,12 +276,10 @@ class StorageCatalog:
         view_folder = posixpath.join(folder, VIEWS_DIR)
         views = {k[: -len(".sql")]: v[: -len(".sql")] for k, v in self._names_in(view_folder, listed).items()
                  if k.endswith(".sql")}
-        if key[1] in names.values() or key[1] in views.values():
-            return schema, key[1]  # the exact spelling first
         found = names.get(key[1].lower()) or views.get(key[1].lower())
         if found is None and self._finish_swap(schema, key[1]):  # a rebuild's swap was cut short
             found = key[1]
-        return None if found is None else (schema, found)
+        return None if found is None else _canonical(schema, found)
 
     def _names_in(self, folder: str, listed: Dict[str, Dict[str, str]]) -> Dict[str, str]:
         """{lower-cased name: name} of what `folder` holds."""
@@ -280,6 +304,7 @@ class StorageCatalog:
         return parts[0], parts[1]
 
     def _refresh(self, key: Tuple[str, str], seen: set) -> None:
+        key = _canonical(*key)
         if key in seen:
             return
         seen.add(key)
@@ -315,6 +340,7 @@ class StorageCatalog:
         return self.spark.catalog.tableExists(quote(schema, name))
 
     def register(self, schema: str, name: str, table: Optional[HudiTable] = None) -> None:
+        schema, name = _canonical(schema, name)
         table = table or self.open(schema, name)
         if table is None:
             return
@@ -347,8 +373,8 @@ class StorageCatalog:
             self._drop_entry(schema, name)
 
     def _drop_entry(self, schema: str, name: str) -> None:
-        self._entries.pop((schema, name), None)
-        self._identities.pop((schema, name), None)
+        self._entries.pop(_canonical(schema, name), None)
+        self._identities.pop(_canonical(schema, name), None)
         for kind in ("view", "table"):
             try:
                 self.spark.sql(f"drop {kind} if exists {quote(schema, name)}")
@@ -395,6 +421,11 @@ class StorageCatalog:
                 if identity is not None and now is not None and _registered_by_hudilite(schema, name, identity, now):
                     self._identities[(schema, name)] = now  # another process's registration, of a newer commit
                     continue
+                if now is None and is_connect(self.spark):
+                    # a Connect server's catalog is shared by every session: another dbt process's
+                    # drop or rebuild of the table drops it too; a missing entry reads nothing wrong
+                    self._drop_entry(schema, name)
+                    continue
                 broken.append((schema, name))
             for key in broken:
                 self._drop_entry(*key)  # Spark's own table in its place goes, with its warehouse files
@@ -437,6 +468,7 @@ class StorageCatalog:
         self.storage.delete_file(posixpath.join(folder, PROPERTIES_FILE))  # first: a drop cut short leaves no table
         self.storage.delete_dir(folder)
         self.set_docs(schema, name, None, {})
+        self._forget_spellings()
 
     def drop_view(self, schema: str, name: str) -> None:
         with self._lock:
@@ -475,19 +507,22 @@ class StorageCatalog:
             self.storage.delete_file(posixpath.join(target, LOCK_FILE))  # the moved lock is ours: the new name's is free
         self.set_docs(new_schema, new_name, *self.docs(schema, name))
         self.set_docs(schema, name, None, {})
+        self._forget_spellings()
         self.register(new_schema, new_name)
 
     def drop_schema(self, schema: str) -> None:
         self.folder(schema)  # refuses a name that leads outside location_root before anything happens
         with self._lock:
             self.spark.sql(f"drop namespace if exists {quote(schema)} cascade")
-            self._entries = {k: v for k, v in self._entries.items() if k[0] != schema}
-            self._identities = {k: v for k, v in self._identities.items() if k[0] != schema}
+            self._entries = {k: v for k, v in self._entries.items() if k[0] != schema.lower()}
+            self._identities = {k: v for k, v in self._identities.items() if k[0] != schema.lower()}
         self.storage.delete_dir(self.folder(schema))
+        self._forget_spellings()
 
     # ---- descriptions (persist_docs), kept on storage beside the schema's tables --------------
     def _docs_file(self, schema: str, name: str) -> str:
-        return posixpath.join(self.folder(schema), DOCS_DIR, folder_name(name, "name") + ".json")
+        folder = posixpath.join(self.folder(schema), DOCS_DIR)
+        return posixpath.join(folder, self._spelled(folder, folder_name(name, "name") + ".json"))
 
     def set_docs(self, schema: str, name: str, comment: Optional[str], columns: Dict[str, str]) -> None:
         """Keep a relation's description and its columns' (none: forget them)."""
@@ -507,15 +542,17 @@ class StorageCatalog:
 
     # ---- views ------------------------------------------------------------------------------
     def _view_file(self, schema: str, name: str) -> str:
-        return posixpath.join(self.folder(schema), VIEWS_DIR, folder_name(name, "name") + ".sql")
+        folder = posixpath.join(self.folder(schema), VIEWS_DIR)
+        return posixpath.join(folder, self._spelled(folder, folder_name(name, "name") + ".sql"))
 
     def remember_view(self, schema: str, name: str, sql: str) -> None:
         """Keep a view's SQL (the view was just created from it in this session)."""
         self.storage.write_text(self._view_file(schema, name), sql)
-        self._entries[(schema, name)] = ("view", sql)
+        self._entries[_canonical(schema, name)] = ("view", sql)
 
     def forget_view(self, schema: str, name: str) -> None:
         self.storage.delete_file(self._view_file(schema, name))
+        self._forget_spellings()
 
     def views(self, schema: str) -> List[str]:
         names = self.storage.list_names(posixpath.join(self.folder(schema), VIEWS_DIR))

@@ -109,14 +109,16 @@ class HudiliteAdapter(SparkAdapter):
 
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> List[BaseRelation]:
         """What storage holds in the schema: its tables and remembered views (Spark's catalog
-        holds only what this session has registered so far)."""
+        holds only what this session has registered so far), named in lower case as Spark's
+        catalog names them (a folder an older hudilite made in capitals included), so that dbt
+        finds a model `MODEL` as `model` (`StorageCatalog._spelled`)."""
         catalog, schema = self.catalog, schema_relation.schema
         try:
             catalog.folder(schema)
         except ConfigurationError:
             return []
-        kinds = {name: RelationType.View for name in catalog.views(schema)}
-        kinds.update({name: RelationType.Table for name in catalog.tables(schema)})
+        kinds = {name.lower(): RelationType.View for name in catalog.views(schema)}
+        kinds.update({name.lower(): RelationType.Table for name in catalog.tables(schema)})
         return [self.Relation.create(schema=schema, identifier=name, type=kind) for name, kind in sorted(kinds.items())]
 
     def drop_relation(self, relation: BaseRelation) -> None:
