@@ -104,3 +104,21 @@ def test_names_avro_cannot_hold_are_refused_naming_the_column(field, column):
 def test_maps_with_keys_avro_cannot_hold_are_refused():
     with pytest.raises(SchemaError, match="column 'm' is a map with int keys"):
         to_avro(T.StructType([T.StructField("m", T.MapType(T.IntegerType(), T.StringType()))]), "t")
+
+
+def test_nested_fields_that_differ_only_in_nullability_are_one_type():
+    """A struct literal's fields are not null; a later batch's may be: the same column, whose
+    schema becomes nullable throughout (it was refused, naming two identical-looking types)."""
+    from pyspark.sql import types as T
+
+    from dbt.adapters.hudilite.table.schema import check_compatible
+
+    strict = T.StructType([T.StructField("name", T.StringType(), False), T.StructField("email", T.StringType(), False)])
+    loose = T.StructType([T.StructField("name", T.StringType(), True), T.StructField("email", T.StringType(), True)])
+    table = T.StructType([T.StructField("id", T.LongType()), T.StructField("person", strict),
+                          T.StructField("tags", T.ArrayType(T.StringType(), False))])
+    batch = T.StructType([T.StructField("id", T.LongType()), T.StructField("person", loose),
+                          T.StructField("tags", T.ArrayType(T.StringType(), True))])
+    after = check_compatible(table, batch, "t")
+    assert after["person"].dataType == loose and after["tags"].dataType == T.ArrayType(T.StringType(), True)
+    assert check_compatible(table, table, "t") == table  # unchanged when nothing differs

@@ -69,6 +69,11 @@ def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, tab
         if drop_missing and promotes(f.dataType, got.dataType):
             kept.append(T.StructField(f.name, got.dataType, True, f.metadata))
             continue
+        if got.dataType != f.dataType and nullable(got.dataType) == nullable(f.dataType):
+            # the same type but for the nullability of nested fields (a struct literal's are
+            # not null): the table's, every part of it nullable, holds both
+            kept.append(T.StructField(f.name, nullable(f.dataType), True, f.metadata))
+            continue
         kept.append(f)
         if got.dataType != f.dataType and not promotes(got.dataType, f.dataType):  # a narrower batch: cast up
             raise SchemaError(
@@ -80,6 +85,17 @@ def check_compatible(table_schema: T.StructType, batch_schema: T.StructType, tab
     known = {f.name.lower() for f in table_schema.fields}
     added = [f for f in batch_schema.fields if f.name.lower() not in known]
     return T.StructType(kept + [T.StructField(f.name, f.dataType, True) for f in added])
+
+
+def nullable(data_type: T.DataType) -> T.DataType:
+    """`data_type` with every nested field, element and value nullable."""
+    if isinstance(data_type, T.StructType):
+        return T.StructType([T.StructField(f.name, nullable(f.dataType), True, f.metadata) for f in data_type.fields])
+    if isinstance(data_type, T.ArrayType):
+        return T.ArrayType(nullable(data_type.elementType), True)
+    if isinstance(data_type, T.MapType):
+        return T.MapType(nullable(data_type.keyType), nullable(data_type.valueType), True)
+    return data_type
 
 
 def promotes(table_type: T.DataType, new_type: T.DataType) -> bool:
