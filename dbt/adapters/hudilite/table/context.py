@@ -512,7 +512,7 @@ class TableContext:
         if self.config.timestamp_keys not in (None, *TIMESTAMP_KEY_TEXTS):
             raise self.error(f"{props.TIMESTAMP_KEYS_KEY}={self.config.timestamp_keys} is not one of "
                              f"{', '.join(TIMESTAMP_KEY_TEXTS)}")
-        if self.config.timestamp_keys or not stamps:
+        if self.config.timestamp_keys or not stamps or self.config.virtual_keys:  # virtual: no key is stored
             return self.config.timestamp_keys or EPOCH_MICROS
         if self._timestamp_keys is None:
             self._timestamp_keys = self._stored_timestamp_key_text(stamps)
@@ -530,7 +530,8 @@ class TableContext:
             key = row.column(RECORD_KEY)[0].as_py() or ""
             found = None
             for column in stamps:
-                micros = row.column(names[column.lower()]).cast(pa.int64())[0].as_py()
+                values = row.column(names[column.lower()])  # in any unit a writer chose (Spark's INT96: ns)
+                micros = values.cast(pa.timestamp("us", tz=values.type.tz)).cast(pa.int64())[0].as_py()
                 if micros is None:
                     continue
                 forms = {EPOCH_MICROS: str(micros), UTC_TEXT: _spark_timestamp_text(micros)}
