@@ -117,3 +117,17 @@ def test_delete_insert_reads_its_input_once(spark, tmp_path):
     assert len(rows) == 1000 and all(r.n == 1 for r in rows)
     assert 0 < sum(r.v == "new" for r in rows) < 1000
     assert table.validate() == []
+
+
+def test_an_update_value_that_does_not_fit_its_column_fails_naming_it(spark, tmp_path):
+    """The core's update stores values as Spark's INSERT does (issue 44, item 8, for callers of
+    the core API): 3000000000 in an int column is an overflow, not -1294967296."""
+    table = HudiTable.create(spark, str(tmp_path / "o"), "orders")
+    table.insert(spark.createDataFrame([(1, 5)], "id long, qty int"))
+    before = [i.timestamp for i in table.timeline()]
+    with pytest.raises(Exception, match=r"table orders: \[CAST_OVERFLOW_IN_TABLE_INSERT\] column `qty` \(int\) "
+                                        r"cannot hold the value 3000000000"):
+        table.update({"qty": "3000000000"}, where="id = 1")
+    assert [i.timestamp for i in table.timeline()] == before
+    table.update({"qty": "qty * 2"}, where="id = 1")  # what fits is stored
+    assert [(r.id, r.qty) for r in table.read().collect()] == [(1, 10)]

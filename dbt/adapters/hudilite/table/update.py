@@ -141,8 +141,19 @@ def check_assignments(assignments: Dict[str, str], data_schema: T.StructType, fi
         if column.lower() in fixed_lower:
             raise SchemaError(f"table {table}: column '{field.name}' is a record key or partition column and "
                               "cannot be updated in place (delete the rows and insert them again)")
-        out[field.name.lower()] = (field.name, value, F.expr(value).cast(field.dataType))
+        out[field.name.lower()] = (field.name, value, stored_as(F.expr(value), field, table))
     return out
+
+
+def stored_as(value: Column, field: T.StructField, table: str) -> Column:
+    """`value` in the column's type, as Spark's INSERT stores it: a value that does not fit (an
+    overflow, a string that does not parse) fails the write naming the column, never a wrapped
+    number or a null (SQL statements are checked first by the adapter, with Spark's type rules)."""
+    stored = value.try_cast(field.dataType)
+    return F.when(value.isNotNull() & stored.isNull(), F.raise_error(F.concat(
+        F.lit(f"table {table}: [CAST_OVERFLOW_IN_TABLE_INSERT] column `{field.name}` "
+              f"({field.dataType.simpleString()}) cannot hold the value "), value.cast("string"),
+        F.lit("; nothing was written")))).otherwise(stored)
 
 
 def rows_after(marked: DataFrame, data_schema: T.StructType, assignments: Optional[Dict[str, Tuple[str, str, Column]]],
