@@ -165,3 +165,29 @@ def test_our_index_never_folds_away_or_misses_a_commit_hudis_writer_made(spark, 
     table = HudiTable.open(spark, table.path)
     table.upsert(spark.createDataFrame([(60, "us", 2, "ours")], SCHEMA))
     assert agree(table, hudi_spark, "run again") == _data([(1, "eu", 1, "a"), (50, "eu", 2, "ours"), (60, "us", 2, "ours")])
+
+
+def test_hudi_writer_keys_a_timestamp_as_we_do(spark, hudi_spark, tmp_path):
+    """A timestamp record key is the epoch microseconds on both sides (issue 44, item 5): Hudi's
+    upsert at its defaults updates the rows we wrote and we update the ones it wrote, in any
+    session time zone, with no key stored twice."""
+    schema = "k timestamp, region string, ts long, v string"
+    table = HudiTable.create(spark, str(tmp_path / "t"), "stamps", partition_by=["region"], record_key=["k"],
+                             precombine="ts")
+    table.upsert(spark.sql("select timestamp_seconds(1704112496 + id) as k, 'eu' as region, 1L as ts, "
+                           "concat('ours', id) as v from range(2) t(id)"))
+    hudi_spark.write(table.path, [{"k": "2024-01-01T12:34:56Z", "region": "eu", "ts": 2, "v": "java"},
+                                  {"k": "2024-01-01T12:34:58Z", "region": "eu", "ts": 2, "v": "java-new"}],
+                     schema, hudi_options(table, "upsert", "default"))
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        table = HudiTable.open(spark, table.path)
+        table.upsert(spark.sql("select timestamp_seconds(1704112498) as k, 'eu' as region, 3L as ts, 'ours-again' as v"))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    ours = table.read()
+    assert sorted((r._hoodie_record_key, r.v) for r in ours.collect()) == [
+        ("1704112496000000", "java"), ("1704112497000000", "ours1"), ("1704112498000000", "ours-again")]
+    compare("timestamp keys", ours, hudi_spark.snapshot(table.path))
+    assert table.validate() == []
