@@ -94,3 +94,18 @@ def test_renaming_or_dropping_a_remembered_view_moves_or_forgets_its_sql(spark, 
     assert catalog.views("rs") == [] and not spark.catalog.tableExists("rs.w")
     with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
         run_statement(catalog, "SELECT * FROM rs.w").collect()
+
+
+def test_a_long_script_is_read_whole_every_time(spark):
+    """The script reader walked the plan by Python proxy ids; a freed proxy's id, reused by the
+    next, made it skip nodes at random, so a script's INSERT in a branch went unseen and reached
+    Spark's writer (the CI corpus caught one in about 1,900 statements)."""
+    from dbt.adapters.hudilite.spark_plan import statement_from_plan
+
+    tables = [f"rs.t{i}" for i in range(40)]
+    script = "BEGIN " + " ".join(f"IF {i} > 0 THEN INSERT INTO {t} VALUES (1); END IF;"
+                                 for i, t in enumerate(tables)) + " END"
+    for _ in range(10):
+        found = statement_from_plan(spark, script)
+        assert found.writes
+        assert sorted(".".join(t) for t in [found.target] + found.more_targets) == sorted(tables)

@@ -179,8 +179,10 @@ def _script(spark, plan) -> st.Statement:
 
 def _script_statements(plan) -> list:
     """The plans of every statement a script holds: each `SingleStatement` among the fields of
-    its compound statements (bodies, conditions, loops, handlers), walked whatever their kind."""
-    found, stack, seen = [], [plan], set()
+    its compound statements (bodies, conditions, loops, handlers), walked whatever their kind.
+    `seen` holds each visited proxy, not only its id: a freed proxy's id is reused by the next
+    one made, which would then be skipped as seen (statements went missing at random)."""
+    found, stack, seen = [], [plan], {}
     while stack:
         node = stack.pop()
         try:
@@ -192,7 +194,7 @@ def _script_statements(plan) -> list:
             continue
         if id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         try:
             if name == "scala.Some":
                 values = node.iterator()
