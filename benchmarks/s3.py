@@ -188,7 +188,7 @@ def base_files(log: Callable[[str], None], rounds: int, quick: bool) -> List[Res
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dbt.adapters.hudilite.table.storage import Storage
+    from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
     n = 150_000 if quick else 1_500_000
     table = pa.table({"k": pa.array(range(n)), "v": pa.array([f"value-{i % 9973}-{i}" for i in range(n)]),

@@ -69,7 +69,7 @@ class ScaleWorkloads:
         from measure import Result, Side, timed
 
         from dbt.adapters.hudilite.table import HudiTable
-        from dbt.adapters.hudilite.table.reader import jvm_heap_bytes
+        from dbt.adapters.hudilite.table.spark.reader import jvm_heap_bytes
 
         for label, rows, width in (("1 MB values", self.sizes.wide_mb_rows, 1_000_000),
                                    ("20 KB rows", self.sizes.wide_kb_rows, 20_000)):

@@ -1,4 +1,4 @@
-"""One write in its own process, killed where HUDILITE_KILL_AT says (`table/faults.py`).
+"""One write in its own process, killed where HUDILITE_KILL_AT says (`table/storage/faults.py`).
 
     crash_writer.py PATH OPERATION    append | insert_overwrite | table | merge | merge_parallel | delete | cluster
 
@@ -10,7 +10,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.hudilite.table import FileSizing, HudiTable, index_files
+from dbt.adapters.hudilite.table import FileSizing, HudiTable
+from dbt.adapters.hudilite.table.index import files as index_files
 from tests.core.crash_cases import batch_for
 
 os.environ["HUDILITE_KILL_PID"] = str(os.getpid())  # before Spark starts: the executors inherit it

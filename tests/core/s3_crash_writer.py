@@ -4,7 +4,7 @@ tests/core/test_object_storage.py: the crash matrix's subset on the store.
     python -m tests.core.s3_crash_writer BASE_URI BARRIER_FOLDER
 
 It creates BASE_URI/<kind>-<phase> for kind in insert, upsert, insert_overwrite and phase in
-before_publish, task (`table/faults.py`), each holding crash_cases.START. Then:
+before_publish, task (`table/storage/faults.py`), each holding crash_cases.START. Then:
 1. the three `before_publish` writes start, in threads; each stops in the driver at that phase
    (files written and reconciled, nothing published) and waits;
 2. the three `task` writes start one after the other, each once the previous one's task
@@ -40,7 +40,7 @@ def pending_and_orphans(table):
 
 
 def main(base: str, barrier: str) -> None:
-    from dbt.adapters.hudilite.table import faults
+    from dbt.adapters.hudilite.table.storage import faults
     os.environ[faults.KILL_PID] = str(os.getpid())
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession

@@ -13,7 +13,7 @@ import sys
 
 def main(root: str, schema: str, name: str, instant: str) -> None:
     from dbt.adapters.hudilite.catalog import StorageCatalog
-    from dbt.adapters.hudilite.table import lock
+    from dbt.adapters.hudilite.table.storage import lock
 
     class SwapWithoutSpark(StorageCatalog):
         def _drop_entry(self, schema: str, name: str) -> None:

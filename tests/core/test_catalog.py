@@ -237,7 +237,8 @@ def test_a_swap_cut_short_is_finished_by_the_next_look_or_the_next_rebuild(spark
     before it empties the rebuild folder. A rebuild that is not the one committed at the
     instant given (another rebuild took its place) is refused and the table left as it was."""
     import pytest
-    from dbt.adapters.hudilite.table import ConfigurationError, faults
+    from dbt.adapters.hudilite.table import ConfigurationError
+    from dbt.adapters.hudilite.table.storage import faults
 
     class Cut(Exception):
         pass

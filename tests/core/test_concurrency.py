@@ -5,8 +5,8 @@ ConcurrentWriteError naming the other instant, leaving nothing of it behind."""
 import pytest
 
 from dbt.adapters.hudilite.table import ConcurrentWriteError, FileSizing, HudiTable
-from dbt.adapters.hudilite.table import index_files
-from dbt.adapters.hudilite.table.instant import INFLIGHT, Instant
+from dbt.adapters.hudilite.table.index import files as index_files
+from dbt.adapters.hudilite.table.format.instant import INFLIGHT, Instant
 from dbt.adapters.hudilite.table.transaction import rollback
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -193,8 +193,9 @@ def test_a_writer_pending_on_an_old_hash_index_keeps_its_keys_when_another_resha
     planned its lookups and delta with the old hash and commits after another writer's
     compaction was due must not leave its delta in the wrong shards: the compaction waits for
     it, then reshards everything, its keys too."""
-    from dbt.adapters.hudilite.table.index_files import BASE
-    from dbt.adapters.hudilite.table.record_index import DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding, entries_of
+    from dbt.adapters.hudilite.table.index.files import BASE
+    from dbt.adapters.hudilite.table.index.record_index import (DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding,
+                                                                entries_of)
 
     table = keyed_table(spark, tmp_path)
     table.upsert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2]) for i in range(10, 60)]))
@@ -219,8 +220,8 @@ def test_a_writer_that_wrote_an_old_format_delta_does_not_publish_after_a_compac
     """A compaction rewrites an index of record keys as digests. A later writer that wrote its
     delta of record keys before that, and publishes after, would leave a delta of the wrong
     format after the digest base: it fails instead, the table as it was."""
-    from dbt.adapters.hudilite.table.index_files import BASE
-    from dbt.adapters.hudilite.table.record_index import DIGESTS, MURMUR3, RECORD_KEYS, Sharding, entries_of
+    from dbt.adapters.hudilite.table.index.files import BASE
+    from dbt.adapters.hudilite.table.index.record_index import DIGESTS, MURMUR3, RECORD_KEYS, Sharding, entries_of
 
     table = keyed_table(spark, tmp_path)
     table.upsert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2]) for i in range(10, 30)]))
@@ -242,7 +243,7 @@ def test_a_writer_that_wrote_an_old_format_delta_does_not_publish_after_a_compac
 def test_a_publish_whose_answer_was_lost_but_which_landed_is_a_commit(spark, tmp_path, monkeypatch):
     """The completed instant's put applied, its answer lost (an object store's timeout): the
     write is committed, not reported failed and not rolled back under its own instant."""
-    from dbt.adapters.hudilite.table.timeline import Timeline
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
 
     table = keyed_table(spark, tmp_path)
     real_complete = Timeline.complete

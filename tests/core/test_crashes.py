@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.adapters.hudilite.table.faults import KILL_AT, PHASES
-from dbt.adapters.hudilite.table.layout import MARKERS_DIR
+from dbt.adapters.hudilite.table.storage.faults import KILL_AT, PHASES
+from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR
 from tests.core.crash_cases import START, rows_after
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 

@@ -7,8 +7,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConcurrentWriteError, DataError, HudiTable
-from dbt.adapters.hudilite.table.file_group import FileGroup, BaseFile
-from dbt.adapters.hudilite.table.file_sizing import FileSizing, TopUp, average_record_bytes, plan_top_ups
+from dbt.adapters.hudilite.table.format.file_group import FileGroup, BaseFile
+from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing, TopUp, average_record_bytes, plan_top_ups
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_concurrency import while_writing
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -132,7 +132,7 @@ def test_on_a_table_of_many_file_groups_an_insert_offers_the_small_files_of_its_
     """Issue 33: what an insert's tasks are sent does not grow with the table's partitions. Past
     TOP_UP_ALL_UP_TO live file groups the offer holds the partitions the rows hold, which still
     get topped up (a date partition: a path the writing task formats itself)."""
-    from dbt.adapters.hudilite.table import insert as inserting
+    from dbt.adapters.hudilite.table.operations import insert as inserting
 
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", partition_by="day")
     days = F.date_add(F.lit("2026-11-01").cast("date"), (F.col("id") % 6).cast("int"))

@@ -203,7 +203,7 @@ def test_a_table_we_create_records_its_schema_for_java_readers_before_its_first_
     data columns only (no meta columns, no delete marker), as Avro."""
     import json
 
-    from dbt.adapters.hudilite.table import properties as props
+    from dbt.adapters.hudilite.table.format import properties as props
 
     schema = spark.range(1).selectExpr("id", "'x' as name", "date'2026-01-01' as day", "false as _hoodie_is_deleted",
                                        "'k' as _hoodie_record_key").schema
@@ -290,7 +290,7 @@ def test_keyed_files_carry_the_bloom_footer_javas_bloom_index_reads(spark, tmp_p
     from pyspark.sql import functions as F
 
     from dbt.adapters.hudilite.table import META_COLUMNS
-    from dbt.adapters.hudilite.table.bloom import BLOOM_FILTER_KEY, DynamicBloomFilter, footer_metadata
+    from dbt.adapters.hudilite.table.format.bloom import BLOOM_FILTER_KEY, DynamicBloomFilter, footer_metadata
 
     table = java_table(spark, tmp_path, name)
     data = table.read().drop(*META_COLUMNS)

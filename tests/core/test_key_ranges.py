@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable
-from dbt.adapters.hudilite.table.key_ranges import holder
+from dbt.adapters.hudilite.table.index.key_ranges import holder
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
 

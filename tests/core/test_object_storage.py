@@ -21,12 +21,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import obstore
-from dbt.adapters.hudilite.table import object_store
+from dbt.adapters.hudilite.table.storage import object_store
 from dbt.adapters.hudilite.table.errors import ConcurrentWriteError
-from dbt.adapters.hudilite.table.layout import LOCK_FILE, WRITERS_DIR, writer_path
-from dbt.adapters.hudilite.table.lock import TableLock
-from dbt.adapters.hudilite.table.object_store import ObjectStorage, ObjectStoreError
-from dbt.adapters.hudilite.table.storage import Storage
+from dbt.adapters.hudilite.table.storage.layout import LOCK_FILE, WRITERS_DIR, writer_path
+from dbt.adapters.hudilite.table.storage.lock import TableLock
+from dbt.adapters.hudilite.table.storage.object_store import ObjectStorage, ObjectStoreError
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
 from dbt.adapters.hudilite.table import transaction
 from tests.core.s3_proxy import S3Proxy, start_moto_server
 
@@ -93,7 +93,7 @@ def test_object_store_uris_get_object_storage_and_local_paths_do_not(table_uri, 
 def test_create_exclusive_refuses_a_second_writer_in_another_process(table_uri):
     storage = Storage(table_uri)
     assert storage.create_exclusive(writer_path("20260101000000001"), b'{"who": "first"}')
-    code = ("import sys; from dbt.adapters.hudilite.table.storage import Storage; "
+    code = ("import sys; from dbt.adapters.hudilite.table.storage.filesystem import Storage; "
             f"sys.exit(0 if Storage({table_uri!r}).create_exclusive({writer_path('20260101000000001')!r}, b'x') else 3)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 3
     assert storage.read_bytes(writer_path("20260101000000001")) == b'{"who": "first"}'
@@ -193,7 +193,7 @@ def test_a_folder_moves_by_copies_and_is_a_table_only_while_whole(table_uri, mon
     """No rename on an object store: `move_dir` copies every object, hoodie.properties last,
     then deletes the source, hoodie.properties first. Cut short after the copies, the target
     holds everything but hoodie.properties (not a table) and the source is whole."""
-    from dbt.adapters.hudilite.table import faults
+    from dbt.adapters.hudilite.table.storage import faults
     storage = Storage(table_uri)
     files = {".hoodie/hoodie.properties": b"props", ".hoodie/001.commit": b"commit", "d=1/f.parquet": b"x" * 10}
     files.update({f"d=2/{i:04d}.parquet": b"y" for i in range(40)})  # more than one round of parallel copies
@@ -251,7 +251,7 @@ def test_a_failed_upload_leaves_no_object_and_no_parts(table_uri):
 def test_a_killed_upload_leaves_no_visible_object(table_uri):
     code = f"""
 import os, signal, sys
-from dbt.adapters.hudilite.table.storage import Storage
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
 sink = Storage({table_uri!r}).open_output("p/killed.parquet")
 sink.write(os.urandom(40 * 1024 * 1024))  # parts are going up
 print("written", flush=True)
@@ -273,7 +273,7 @@ def test_a_store_that_ignores_if_none_match_is_one_clear_error(table_uri, monkey
 
 
 def test_checking_a_location_names_a_missing_bucket_and_leaves_nothing(s3):
-    from dbt.adapters.hudilite.table.object_store import check_location
+    from dbt.adapters.hudilite.table.storage.object_store import check_location
     with pytest.raises(ObjectStoreError, match="bucket s3://no-such-bucket not found"):
         check_location("s3://no-such-bucket/lake")
     check_location(f"s3://{BUCKET}/lake")  # reachable, writable, conditional puts honoured
@@ -352,7 +352,7 @@ def test_each_publish_attempt_follows_its_own_lease_check_the_client_never_retri
     """obstore retries a failed request by itself for up to minutes, far beyond the lease's
     margin: the publishing PUT goes through a client without retries, and each attempt the
     seam makes comes right after a check of the lease."""
-    from dbt.adapters.hudilite.table import lock
+    from dbt.adapters.hudilite.table.storage import lock
     proxy = S3Proxy(s3)
     uri = f"s3://{BUCKET}/proxied-{uuid.uuid4().hex[:8]}"
     object_store.configure(uri, endpoint=proxy.url, allow_http=True)
@@ -405,7 +405,7 @@ def test_no_permission_to_write_is_one_clear_error_naming_the_location_and_leave
     object is left on the store."""
     from dbt.adapters.hudilite.table import HudiTable
     from dbt.adapters.hudilite.table.errors import ConfigurationError
-    from dbt.adapters.hudilite.table.object_store import check_location
+    from dbt.adapters.hudilite.table.storage.object_store import check_location
     proxy = S3Proxy(s3)
     prefix = f"denied-{uuid.uuid4().hex[:8]}"
     uri = f"s3://{BUCKET}/{prefix}"
@@ -544,8 +544,8 @@ def test_lease_excludes_a_second_holder_while_renewed(table_uri):
 def test_lease_of_a_killed_holder_is_taken_over_only_after_it_expires(table_uri):
     code = f"""
 import os, signal
-from dbt.adapters.hudilite.table.lock import TableLock
-from dbt.adapters.hudilite.table.storage import Storage
+from dbt.adapters.hudilite.table.storage.lock import TableLock
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
 TableLock(Storage({table_uri!r}), lease_s=3.0, renew_s=0.3).__enter__()
 print("holding", flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
@@ -762,7 +762,7 @@ def test_crashed_writes_on_s3_leave_the_table_as_before_and_the_next_writer_clea
 
 
 def test_cleaner_archival_clustering_savepoint_and_restore_on_s3(core_tables):
-    from dbt.adapters.hudilite.table.file_group import parse_base_file_name
+    from dbt.adapters.hudilite.table.format.file_group import parse_base_file_name
     base, results = core_tables
     out, uri = results["services"], f"{base}/services"
     savepoint, instants = out["savepoint"], out["instants"]
@@ -947,7 +947,7 @@ def test_the_demo_project_builds_on_a_standalone_cluster_with_its_tables_on_s3(s
 
 
 def test_a_lease_is_judged_by_what_the_waiter_saw_not_by_wall_clocks():
-    from dbt.adapters.hudilite.table.lock import _lease_is_free
+    from dbt.adapters.hudilite.table.storage.lock import _lease_is_free
     skewed = json.dumps({"owner": "a", "expires_at": time.time() - 3600, "lease_s": 30.0, "released": False}).encode()
     assert not _lease_is_free(skewed, unchanged_for_s=1.0)  # a holder whose clock runs an hour behind
     assert _lease_is_free(skewed, unchanged_for_s=30.0)

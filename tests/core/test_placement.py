@@ -3,8 +3,8 @@ hash partitioning."""
 
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.table.placement import pack, routing_values
-from dbt.adapters.hudilite.table.writer import by_rewrite_task
+from dbt.adapters.hudilite.table.spark.placement import pack, routing_values
+from dbt.adapters.hudilite.table.spark.writer import by_rewrite_task
 
 
 def test_spark_hashes_ints_as_the_port_does(spark):

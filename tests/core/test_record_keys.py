@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from dbt.adapters.hudilite.table.keygen import ambiguous_key_value, record_key
+from dbt.adapters.hudilite.table.format.keygen import ambiguous_key_value, record_key
 
 
 def splits(key, fields):
@@ -116,7 +116,7 @@ def test_timestamp_keys_are_epoch_micros_whatever_the_session_time_zone(spark, t
 def _legacy_table(spark, path):
     """A table as an older hudilite made it: no record of the timestamp key text, text keys."""
     from dbt.adapters.hudilite.table import HudiTable
-    from dbt.adapters.hudilite.table.keygen import UTC_TEXT
+    from dbt.adapters.hudilite.table.format.keygen import UTC_TEXT
 
     HudiTable.create(spark, str(path), "t", record_key="ts", partition_by="p")
     properties = path / ".hoodie" / "hoodie.properties"
@@ -153,7 +153,7 @@ def test_timestamp_keys_in_neither_form_are_refused(spark, tmp_path, session_zon
     session_zone("Europe/Berlin")
     old = _legacy_table(spark, tmp_path / "t")
     old.context._timestamp_keys = None  # the old code: Spark's cast, in the session's zone
-    from dbt.adapters.hudilite.table import keygen
+    from dbt.adapters.hudilite.table.format import keygen
     with monkeypatch.context() as patched:
         patched.setattr(keygen, "key_text", lambda value, kind, timestamps="": value.cast("string"))
         old.upsert(_rows(spark, "a").selectExpr("*", "'a' as p"))

@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable, TimelineError
-from dbt.adapters.hudilite.table.layout import MARKERS_DIR, TMP_DIR, marker_path, staged_path, writer_path
-from dbt.adapters.hudilite.table.maintenance import TMP_FILE_LIFETIME_S
+from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR, TMP_DIR, marker_path, staged_path, writer_path
+from dbt.adapters.hudilite.table.services.maintenance import TMP_FILE_LIFETIME_S
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 
@@ -190,7 +190,7 @@ def test_the_cleaner_records_the_earliest_readable_instant_before_it_deletes(spa
 def test_a_failed_index_compaction_after_the_commit_does_not_fail_the_write(spark, tmp_path, monkeypatch):
     """Work after the commit is published cannot make a published write look failed (a rerun
     would write it twice); the next write compacts instead (issue 12, defect 5)."""
-    from dbt.adapters.hudilite.table import index_files
+    from dbt.adapters.hudilite.table.index import files as index_files
 
     monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
     table = HudiTable.create(spark, str(tmp_path / "c"), "c", record_key="id")

@@ -8,9 +8,10 @@ import pytest
 
 from dbt.adapters.hudilite import cli
 from dbt.adapters.hudilite.table import ConcurrentWriteError, HudiTable, TableServices, TimelineError
-from dbt.adapters.hudilite.table import avro_metadata, faults
-from dbt.adapters.hudilite.table import restore as restore_module
-from dbt.adapters.hudilite.table.file_group import parse_base_file_name
+from dbt.adapters.hudilite.table.format import avro_metadata
+from dbt.adapters.hudilite.table.storage import faults
+from dbt.adapters.hudilite.table.services import restore as restore_module
+from dbt.adapters.hudilite.table.format.file_group import parse_base_file_name
 from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow
 from tests.core.test_concurrency import while_writing
 
@@ -346,8 +347,8 @@ def test_a_restore_still_running_when_a_write_begins_is_not_counted_as_seen(spar
     when a write began count as seen."""
     import threading
 
-    from dbt.adapters.hudilite.table.commit import CommitMetadata
-    from dbt.adapters.hudilite.table.instant import COMMIT
+    from dbt.adapters.hudilite.table.format.commit import CommitMetadata
+    from dbt.adapters.hudilite.table.format.instant import COMMIT
 
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
     first = table.upsert(customers(spark, [(1, "a", "us")]))

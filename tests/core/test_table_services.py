@@ -8,9 +8,11 @@ import os
 import pytest
 
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, TableServices, TimelineError
-from dbt.adapters.hudilite.table import archival, avro_metadata, faults
-from dbt.adapters.hudilite.table.file_sizing import FileSizing
-from dbt.adapters.hudilite.table.layout import ARCHIVED_DIR, ARCHIVED_VIEW
+from dbt.adapters.hudilite.table.services import archival
+from dbt.adapters.hudilite.table.format import avro_metadata
+from dbt.adapters.hudilite.table.storage import faults
+from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing
+from dbt.adapters.hudilite.table.storage.layout import ARCHIVED_DIR, ARCHIVED_VIEW
 from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow
 from tests.core.test_concurrency import while_writing
 

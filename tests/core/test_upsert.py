@@ -9,11 +9,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConfigurationError, DataError, FileSizing, HudiTable, SchemaError
-from dbt.adapters.hudilite.table import upsert as upsert_module
-from dbt.adapters.hudilite.table.file_group import parse_base_file_name
-from dbt.adapters.hudilite.table.layout import MARKERS_DIR, staged_dir
-from dbt.adapters.hudilite.table.record_index import DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding, key_digests
-from dbt.adapters.hudilite.table.writer import shuffle_partitions
+from dbt.adapters.hudilite.table.operations import upsert as upsert_module
+from dbt.adapters.hudilite.table.format.file_group import parse_base_file_name
+from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR, staged_dir
+from dbt.adapters.hudilite.table.index.record_index import (DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding,
+                                                            key_digests)
+from dbt.adapters.hudilite.table.spark.writer import shuffle_partitions
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 
@@ -129,7 +130,7 @@ def test_validate_finds_an_index_out_of_step(spark, tmp_path):
 
 
 def test_index_compaction_folds_deltas_into_a_new_base(spark, tmp_path, monkeypatch):
-    from dbt.adapters.hudilite.table import index_files
+    from dbt.adapters.hudilite.table.index import files as index_files
 
     monkeypatch.setattr(index_files, "COMPACT_AFTER_DELTAS", 1)
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id")
@@ -182,7 +183,7 @@ def assert_each_shard_holds_its_own_keys(spark, table):
 def test_every_key_is_found_in_its_own_shard(spark, tmp_path, monkeypatch):
     """Also after a compaction, which takes a digest's shard from its file's folder: the table's
     own path holds a `shard=` folder of its own to mislead it."""
-    from dbt.adapters.hudilite.table import index_files
+    from dbt.adapters.hudilite.table.index import files as index_files
 
     table = HudiTable.create(spark, str(tmp_path / "shard=5" / "c"), "customers", record_key="id", partition_by="region")
     table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(300)]))
@@ -208,8 +209,8 @@ def test_every_key_is_found_in_its_own_shard(spark, tmp_path, monkeypatch):
 def test_a_rebuild_at_the_same_instant_leaves_no_file_of_the_old_build(spark, tmp_path):
     """A rebuild with fewer shards, another hash and format, as of the same instant as the base
     it replaces: the old base files of that instant are overwritten or deleted, none is read."""
-    from dbt.adapters.hudilite.table.index_files import BASE
-    from dbt.adapters.hudilite.table.record_index import entries_of
+    from dbt.adapters.hudilite.table.index.files import BASE
+    from dbt.adapters.hudilite.table.index.record_index import entries_of
 
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
     table.insert(customers(spark, [(i, f"n{i}", ["eu", "us"][i % 2], 1) for i in range(40)]))
@@ -264,9 +265,9 @@ def test_a_shuffle_by_key_gives_each_task_one_whole_shard(spark, num_shards):
 @pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-job path, the shuffle path
 def test_an_index_sharded_by_the_older_hash_keeps_working_and_is_resharded_at_compaction(spark, tmp_path, monkeypatch,
                                                                                           small_write_bytes):
-    from dbt.adapters.hudilite.table import index_files
-    from dbt.adapters.hudilite.table.index_files import BASE
-    from dbt.adapters.hudilite.table.record_index import entries_of
+    from dbt.adapters.hudilite.table.index import files as index_files
+    from dbt.adapters.hudilite.table.index.files import BASE
+    from dbt.adapters.hudilite.table.index.record_index import entries_of
 
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
     if small_write_bytes is not None:
@@ -490,7 +491,7 @@ def test_a_rewritten_slice_keeps_its_rows_in_file_order_and_an_exact_bloom_foote
     keys. Either way every file's footer is what Hudi's writer gives its keys, in file order."""
     import pyarrow.parquet as pq
 
-    from dbt.adapters.hudilite.table.bloom import BLOOM_FILTER_KEY, DynamicBloomFilter, footer_metadata
+    from dbt.adapters.hudilite.table.format.bloom import BLOOM_FILTER_KEY, DynamicBloomFilter, footer_metadata
 
     def footer_of(path):
         return {k.decode(): v.decode() for k, v in pq.read_metadata(path).metadata.items() if k != b"ARROW:schema"}
@@ -701,10 +702,10 @@ def test_a_delete_changes_no_schema_and_a_cleaned_end_of_a_changes_read_is_named
 def test_a_keyed_table_an_older_version_stored_the_delete_flag_in_keeps_taking_writes(spark, tmp_path):
     """hudilite before the flag had one meaning stored `_hoodie_is_deleted` as a column on
     rebuilds; upserts then failed ('the new rows lack column'). The next write drops it."""
-    from dbt.adapters.hudilite.table import insert as inserts
-    from dbt.adapters.hudilite.table.commit import INSERT_OVERWRITE_TABLE
+    from dbt.adapters.hudilite.table.operations import insert as inserts
+    from dbt.adapters.hudilite.table.format.commit import INSERT_OVERWRITE_TABLE
     from dbt.adapters.hudilite.table.context import REPLACE
-    from dbt.adapters.hudilite.table.instant import REPLACE_COMMIT
+    from dbt.adapters.hudilite.table.format.instant import REPLACE_COMMIT
 
     table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region",
                              precombine="version")

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.hudilite.table import FileSizing, HudiTable
-from dbt.adapters.hudilite.table import properties as props
+from dbt.adapters.hudilite.table.format import properties as props
 from dbt.adapters.hudilite.table.errors import ConfigurationError, DataError
-from dbt.adapters.hudilite.table.keygen import VirtualKeys, record_key
-from dbt.adapters.hudilite.table.schema import META_COLUMNS
+from dbt.adapters.hudilite.table.format.keygen import VirtualKeys, record_key
+from dbt.adapters.hudilite.table.format.schema import META_COLUMNS
 from tests.core.hudi_rs import hudi_rs_snapshot, rows_of_arrow, rows_of_df
 
 SCHEMA = "id long, name string, day date, amount int"

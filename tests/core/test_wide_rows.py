@@ -14,11 +14,11 @@ import sys
 import pyarrow as pa
 import pytest
 
-from dbt.adapters.hudilite.table import reader
+from dbt.adapters.hudilite.table.spark import reader
 from dbt.adapters.hudilite.table.errors import DataError
-from dbt.adapters.hudilite.table.file_group import BaseFile
-from dbt.adapters.hudilite.table.storage import Storage
-from dbt.adapters.hudilite.table.writer import parquet_writer
+from dbt.adapters.hudilite.table.format.file_group import BaseFile
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
+from dbt.adapters.hudilite.table.spark.writer import parquet_writer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, SchemaError
-from dbt.adapters.hudilite.table.file_group import parse_base_file_name
+from dbt.adapters.hudilite.table.format.file_group import parse_base_file_name
 from tests.core.hudi_rs import assert_hudi_rs_agrees, hudi_rs_snapshot, rows_of_arrow, rows_of_df
 
 
@@ -165,7 +165,7 @@ def test_two_successful_attempts_of_one_task_leave_only_the_committed_files(spar
     file group for an insert, a second slice of the same file group for an upsert). Only the
     files of the attempt the driver took are committed; the others are gone before publish."""
     source = spark.range(0, 2000, numPartitions=2).select("id", (F.col("id") % 3).cast("string").alias("p"))
-    from dbt.adapters.hudilite.table.storage import Storage
+    from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
     deleted = []
     delete_file = Storage.delete_file
@@ -318,7 +318,7 @@ def test_snapshot_is_queryable_from_sql(spark, tmp_path):
 
 def test_time_travel_by_timestamp_and_clear_error_before_first_instant(spark, tmp_path):
     from dbt.adapters.hudilite.table import TimelineError
-    from dbt.adapters.hudilite.table.instant import parse_instant_time
+    from dbt.adapters.hudilite.table.format.instant import parse_instant_time
 
     table = HudiTable.create(spark, str(tmp_path / "t"), "t")
     t1 = table.insert(spark.range(3))
@@ -400,7 +400,7 @@ def test_paths_made_in_the_task_equal_those_spark_makes(spark, hive_style):
     others. Both must give the same folder for every value."""
     import datetime
 
-    from dbt.adapters.hudilite.table.keygen import TASK_FORMATTED, PartitionFormat, partition_path
+    from dbt.adapters.hudilite.table.format.keygen import TASK_FORMATTED, PartitionFormat, partition_path
 
     texts = [v for v in ODD_PARTITION_VALUES] + ["0", "-1", "ünï", "x" * 300]
     longs = [0, -1, 1, 2**63 - 1, -(2**63), None, 42, 7, 8, 9] * 3
@@ -496,7 +496,7 @@ def test_schema_edge_cases_are_refused_before_anything_is_written(spark, tmp_pat
 def test_a_failed_job_returns_only_once_its_other_tasks_have_stopped(spark, tmp_path):
     """When one task fails, Spark fails the job at once while a sibling may still be writing;
     the rollback that follows must find the sibling's files, so the write waits for it."""
-    from dbt.adapters.hudilite.table.writer import run_task_job
+    from dbt.adapters.hudilite.table.spark.writer import run_task_job
 
     late = tmp_path / "late"
     late.mkdir()
@@ -565,7 +565,7 @@ def test_an_unknown_update_column_is_refused(spark, tmp_path):
 def test_a_dropped_column_stays_dropped_over_commits_without_our_schema(spark, tmp_path):
     """A commit of Hudi's Java writer (or an older hudilite) records only the Avro schema: the
     files it wrote still count as holding a dropped column (review of issue 44, item 7)."""
-    from dbt.adapters.hudilite.table.commit import SPARK_SCHEMA_KEY
+    from dbt.adapters.hudilite.table.format.commit import SPARK_SCHEMA_KEY
 
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id")
     table.upsert(spark.sql("select id, concat('u', id, '@x') as email from range(2) t(id)"))

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.adapters.hudilite.table.file_sizing import FileSizing
+from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing
 
 path, rows, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")

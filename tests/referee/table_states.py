@@ -7,8 +7,9 @@ import zipfile
 from decimal import Decimal
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.adapters.hudilite.table.cleaner import KEEP_LATEST_BY_HOURS, KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
-from dbt.adapters.hudilite.table.file_sizing import FileSizing
+from dbt.adapters.hudilite.table.services.cleaner import (KEEP_LATEST_BY_HOURS, KEEP_LATEST_COMMITS,
+                                                          KEEP_LATEST_FILE_VERSIONS)
+from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing
 
 EVENTS = "id long, region string, ts long, v string"
 FLAGGED = EVENTS + ", _hoodie_is_deleted boolean"

@@ -10,10 +10,11 @@ from types import SimpleNamespace
 
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.table import HudiTable, archival
-from dbt.adapters.hudilite.table.instant import COMPLETED
-from dbt.adapters.hudilite.table.layout import HOODIE_DIR
-from dbt.adapters.hudilite.table.properties import TableConfig
+from dbt.adapters.hudilite.table import HudiTable
+from dbt.adapters.hudilite.table.services import archival
+from dbt.adapters.hudilite.table.format.instant import COMPLETED
+from dbt.adapters.hudilite.table.storage.layout import HOODIE_DIR
+from dbt.adapters.hudilite.table.format.properties import TableConfig
 from tests.referee.hudi_spark import HOME, SERVER, changes_options, referee_python
 from tests.referee.test_hudi_spark_reads import compare
 from tests.referee.test_hudi_spark_writes import SCHEMA, agree, hudi_options

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.adapters.hudilite.table import properties as props
+from dbt.adapters.hudilite.table.format import properties as props
 from tests.referee.hudi_spark import RefereeError
 from tests.referee.test_hudi_spark_reads import compare
 from tests.referee.values import plain_rows

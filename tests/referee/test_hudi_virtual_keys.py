@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.adapters.hudilite.table import properties as props
+from dbt.adapters.hudilite.table.format import properties as props
 from dbt.adapters.hudilite.table.errors import ConfigurationError
-from dbt.adapters.hudilite.table.schema import META_COLUMNS
+from dbt.adapters.hudilite.table.format.schema import META_COLUMNS
 from tests.referee.hudi_spark import RefereeError
 from tests.referee.test_hudi_spark_reads import compare
 

@@ -6,14 +6,15 @@ import struct
 
 import pytest
 
-from dbt.adapters.hudilite.table import archival, log_format
-from dbt.adapters.hudilite.table.archival import ArchivedView, java_archive_files, plan_archive
-from dbt.adapters.hudilite.table.commit import SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
+from dbt.adapters.hudilite.table.services import archival
+from dbt.adapters.hudilite.table.format import log_format
+from dbt.adapters.hudilite.table.services.archival import ArchivedView, java_archive_files, plan_archive
+from dbt.adapters.hudilite.table.format.commit import SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from dbt.adapters.hudilite.table.errors import ConfigurationError, CorruptTableError
-from dbt.adapters.hudilite.table.file_group import FileSystemView
-from dbt.adapters.hudilite.table.instant import COMPLETED, Instant
-from dbt.adapters.hudilite.table.layout import archived_dir
-from dbt.adapters.hudilite.table.properties import TableConfig
+from dbt.adapters.hudilite.table.format.file_group import FileSystemView
+from dbt.adapters.hudilite.table.format.instant import COMPLETED, Instant
+from dbt.adapters.hudilite.table.storage.layout import archived_dir
+from dbt.adapters.hudilite.table.format.properties import TableConfig
 
 T = [f"202611240000{i:05d}" for i in range(40)]
 

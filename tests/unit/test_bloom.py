@@ -12,9 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.hudilite.table.bloom import (
-    BLOOM_FILTER_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY, MIN_SIZED_ENTRIES, NUM_ENTRIES, TYPE_CODE_KEY,
-    DynamicBloomFilter, FileKeys, filter_shape, footer_metadata, stored_footer)
+from dbt.adapters.hudilite.table.format.bloom import (BLOOM_FILTER_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY,
+                                                      MIN_SIZED_ENTRIES, NUM_ENTRIES, TYPE_CODE_KEY,
+                                                      DynamicBloomFilter, FileKeys, filter_shape, footer_metadata,
+                                                      stored_footer)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "hudi-java-tables")
 FOOTER_KEYS = (BLOOM_FILTER_KEY, TYPE_CODE_KEY, MIN_RECORD_KEY, MAX_RECORD_KEY)
@@ -317,8 +318,8 @@ def test_a_stored_footer_is_reused_only_for_its_keys_at_the_current_size():
 
 
 def test_a_keyed_file_of_100_rows_is_within_twice_a_plain_one(tmp_path):
-    from dbt.adapters.hudilite.table.storage import Storage
-    from dbt.adapters.hudilite.table.writer import WriteSpec, _OpenBaseFile
+    from dbt.adapters.hudilite.table.storage.filesystem import Storage
+    from dbt.adapters.hudilite.table.spark.writer import WriteSpec, _OpenBaseFile
 
     n, instant = 101, "20261124093000123"
     sizes = {}

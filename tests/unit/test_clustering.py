@@ -1,9 +1,9 @@
 """Which file groups clustering rewrites together: pure, no Spark."""
 
-from dbt.adapters.hudilite.table import clustering
-from dbt.adapters.hudilite.table.clustering import ClusteringGroup, plan_clustering
-from dbt.adapters.hudilite.table.file_group import BaseFile, FileGroup
-from dbt.adapters.hudilite.table.file_sizing import FileSizing
+from dbt.adapters.hudilite.table.services import clustering
+from dbt.adapters.hudilite.table.services.clustering import ClusteringGroup, plan_clustering
+from dbt.adapters.hudilite.table.format.file_group import BaseFile, FileGroup
+from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing
 
 
 def group(partition, file_id, size):

@@ -8,12 +8,12 @@ import pyarrow as pa
 import pytest
 
 from dbt.adapters.hudilite.table import errors, quote
-from dbt.adapters.hudilite.table import index_files as files
-from dbt.adapters.hudilite.table import layout
-from dbt.adapters.hudilite.table.instant import Instant
-from dbt.adapters.hudilite.table.rows import INSERT, INSERT_AUTO_KEYS, REWRITE, ROW_INDEX, SLICE, insert_layout
-from dbt.adapters.hudilite.table.schema import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
-from dbt.adapters.hudilite.table.storage import Storage
+from dbt.adapters.hudilite.table.index import files as files
+from dbt.adapters.hudilite.table.storage import layout
+from dbt.adapters.hudilite.table.format.instant import Instant
+from dbt.adapters.hudilite.table.format.rows import INSERT, INSERT_AUTO_KEYS, REWRITE, ROW_INDEX, SLICE, insert_layout
+from dbt.adapters.hudilite.table.format.schema import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
 
 class Col:
@@ -107,7 +107,7 @@ def test_one_quoting_helper_for_columns_and_tables():
 
 @pytest.mark.parametrize("body", [b"", b"   ", b'{"partitionToWriteStats": {"p": [{"fileId": "f1", "path": "p/f1_0-1-0_2026'])
 def test_an_empty_or_truncated_completed_instant_is_a_corrupt_table(tmp_path, body):
-    from dbt.adapters.hudilite.table.timeline import Timeline
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
 
     storage = Storage(str(tmp_path))
     storage.write_atomic(".hoodie/20261123000000001.commit", body, layout.TMP_DIR)
@@ -129,7 +129,7 @@ def test_the_table_lock_excludes_threads_and_processes_and_dies_with_its_holder(
     import sys
     import threading
 
-    from dbt.adapters.hudilite.table.lock import TableLock
+    from dbt.adapters.hudilite.table.storage.lock import TableLock
 
     storage = Storage(str(tmp_path))
     with TableLock(storage):
@@ -140,8 +140,8 @@ def test_the_table_lock_excludes_threads_and_processes_and_dies_with_its_holder(
         assert outcome == ["timed out"]  # another thread of this process waits
     assert _try_lock(storage) == "acquired"
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from dbt.adapters.hudilite.table.lock import TableLock;"
-        "from dbt.adapters.hudilite.table.storage import Storage;"
+        "import sys, time; from dbt.adapters.hudilite.table.storage.lock import TableLock;"
+        "from dbt.adapters.hudilite.table.storage.filesystem import Storage;"
         f"lock = TableLock(Storage({str(tmp_path)!r})).__enter__(); print('held', flush=True); time.sleep(60)")],
         stdout=subprocess.PIPE, text=True)
     try:
@@ -154,7 +154,7 @@ def test_the_table_lock_excludes_threads_and_processes_and_dies_with_its_holder(
 
 
 def _try_lock(storage):
-    from dbt.adapters.hudilite.table.lock import TableLock
+    from dbt.adapters.hudilite.table.storage.lock import TableLock
 
     try:
         with TableLock(storage, wait_s=0.3):
@@ -164,7 +164,7 @@ def _try_lock(storage):
 
 
 def test_schema_changes_of_concurrent_commits_conflict():
-    from dbt.adapters.hudilite.table.commit import SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
+    from dbt.adapters.hudilite.table.format.commit import SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
     from dbt.adapters.hudilite.table.conflict import find_conflict
 
     def commit(schema, file_id):
@@ -180,7 +180,7 @@ def test_schema_changes_of_concurrent_commits_conflict():
 
 
 def test_a_delete_insert_conflicts_with_a_concurrent_insert_into_its_partitions():
-    from dbt.adapters.hudilite.table.commit import CommitMetadata, WriteStat
+    from dbt.adapters.hudilite.table.format.commit import CommitMetadata, WriteStat
     from dbt.adapters.hudilite.table.conflict import find_conflict
 
     def stat(file_id, partition, prev=None):
@@ -198,7 +198,7 @@ def test_a_delete_insert_conflicts_with_a_concurrent_insert_into_its_partitions(
 
 
 def test_seqnos_are_instant_task_and_row_for_any_run_of_rows():
-    from dbt.adapters.hudilite.table.keygen import seqno_array
+    from dbt.adapters.hudilite.table.format.keygen import seqno_array
 
     for start, count in ((0, 0), (0, 1), (0, 1005), (95, 20), (999_995, 10), (8_589_934_590, 5)):
         built = seqno_array("20261125080000123", 7, start, count)
@@ -207,7 +207,7 @@ def test_seqnos_are_instant_task_and_row_for_any_run_of_rows():
 
 
 def test_a_repeated_value_is_sliced_from_one_array_per_value():
-    from dbt.adapters.hudilite.table.writer import repeated
+    from dbt.adapters.hudilite.table.spark.writer import repeated
 
     for n in (0, 1, 1023, 1025, 100_000):
         column = repeated("f1_0-1-0_20261125.parquet", n)
@@ -217,7 +217,7 @@ def test_a_repeated_value_is_sliced_from_one_array_per_value():
 
 
 def test_dictionary_columns_are_those_whose_first_rows_repeat():
-    from dbt.adapters.hudilite.table.writer import DICTIONARY_SAMPLE_ROWS, dictionary_columns
+    from dbt.adapters.hudilite.table.spark.writer import DICTIONARY_SAMPLE_ROWS, dictionary_columns
 
     n = DICTIONARY_SAMPLE_ROWS * 2
     distinct_then_repeating = list(range(DICTIONARY_SAMPLE_ROWS)) + [0] * DICTIONARY_SAMPLE_ROWS
@@ -240,7 +240,7 @@ def test_parquet_writer_dictionary_reaches_nested_columns_and_skips_the_rest(por
 
     import pyarrow.parquet as pq
 
-    from dbt.adapters.hudilite.table.writer import parquet_writer
+    from dbt.adapters.hudilite.table.spark.writer import parquet_writer
 
     n = 1000
     table = pa.table({"_hoodie_record_key": [str(i) for i in range(n)], "id": list(range(n)), "s": [{"x": 1, "y": {"z": "q"}}] * n,
@@ -263,7 +263,7 @@ def test_parquet_writer_dictionary_reaches_nested_columns_and_skips_the_rest(por
 def test_partition_format_makes_hudi_paths_and_refuses_what_no_folder_can_hold():
     import datetime
 
-    from dbt.adapters.hudilite.table.keygen import DEFAULT_PARTITION, PartitionFormat
+    from dbt.adapters.hudilite.table.format.keygen import DEFAULT_PARTITION, PartitionFormat
 
     batch = pa.RecordBatch.from_pydict({
         "_hoodie_partition_path": pa.nulls(4), "Region": ["eu", None, "", "a b"],
@@ -283,8 +283,8 @@ def test_partition_format_makes_hudi_paths_and_refuses_what_no_folder_can_hold()
 
 
 def test_a_task_makes_one_path_per_run_of_partition_values_and_joins_runs_of_one_path():
-    from dbt.adapters.hudilite.table.keygen import DEFAULT_PARTITION, PartitionFormat
-    from dbt.adapters.hudilite.table.writer import partition_runs, run_starts
+    from dbt.adapters.hudilite.table.format.keygen import DEFAULT_PARTITION, PartitionFormat
+    from dbt.adapters.hudilite.table.spark.writer import partition_runs, run_starts
 
     assert run_starts([pa.array([None, None, "a", "a", None, "", ""])]) == [0, 2, 4, 5]
     assert run_starts([pa.array([1, 1, 1, 2]), pa.array(["x", "y", "y", "y"])]) == [0, 1, 3]
@@ -319,7 +319,7 @@ def test_a_task_makes_one_path_per_run_of_partition_values_and_joins_runs_of_one
 def test_task_made_paths_are_for_plain_strings_integers_and_dates():
     from pyspark.sql import types as T
 
-    from dbt.adapters.hudilite.table.keygen import formats_in_task
+    from dbt.adapters.hudilite.table.format.keygen import formats_in_task
 
     assert formats_in_task([T.StringType(), T.ByteType(), T.ShortType(), T.IntegerType(), T.LongType(), T.DateType()])
     for other in (T.TimestampType(), T.DecimalType(10, 2), T.DoubleType(), T.BooleanType(), T.BinaryType()):
@@ -332,7 +332,7 @@ def test_task_made_paths_are_for_plain_strings_integers_and_dates():
 
 
 def test_batches_back_to_the_jvm_are_bounded_by_bytes_as_well_as_rows():
-    from dbt.adapters.hudilite.table.writer import _byte_size, bounded_batches
+    from dbt.adapters.hudilite.table.spark.writer import _byte_size, bounded_batches
 
     narrow = pa.table({"v": pa.array(["x"] * 1000)})
     assert [b.num_rows for b in bounded_batches(narrow, max_rows=300, max_bytes=1 << 20)] == [300, 300, 300, 100]
@@ -356,9 +356,9 @@ def test_keyed_base_file_keeps_its_one_value_meta_columns_small(tmp_path, portab
     Hudi's bloom footer stays readable."""
     import pyarrow.parquet as pq
 
-    from dbt.adapters.hudilite.table.bloom import DynamicBloomFilter
-    from dbt.adapters.hudilite.table.storage import Storage
-    from dbt.adapters.hudilite.table.writer import WriteSpec, _OpenBaseFile
+    from dbt.adapters.hudilite.table.format.bloom import DynamicBloomFilter
+    from dbt.adapters.hudilite.table.storage.filesystem import Storage
+    from dbt.adapters.hudilite.table.spark.writer import WriteSpec, _OpenBaseFile
 
     instant, n = "20261126100000000", 100
     spec = WriteSpec(base_path=str(tmp_path), instant=instant, partitioned=True, partition_depth=1, auto_keys=False,
@@ -400,7 +400,7 @@ def test_a_lease_lost_after_a_publish_went_out_unanswered_leaves_the_publish_in_
     import obstore
     from obstore.exceptions import GenericError
 
-    from dbt.adapters.hudilite.table import lock, object_store
+    from dbt.adapters.hudilite.table.storage import lock, object_store
 
     storage = object_store.ObjectStorage("s3://bucket/t")
     storage._publish_store = object()
@@ -434,7 +434,7 @@ def test_a_claim_that_goes_while_it_is_judged_is_not_a_live_writer(tmp_path, mon
     import json
 
     from dbt.adapters.hudilite.table import transaction
-    from dbt.adapters.hudilite.table.layout import writer_path
+    from dbt.adapters.hudilite.table.storage.layout import writer_path
 
     storage = Storage(str(tmp_path))
     storage.write_bytes(writer_path("20261126000000001"), json.dumps({"host": "elsewhere", "pid": 1}).encode())

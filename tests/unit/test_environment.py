@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from dbt.adapters.hudilite.table import SparkEnvironmentError
-from dbt.adapters.hudilite.table import environment as env
+from dbt.adapters.hudilite.table.spark import environment as env
 
 
 @pytest.mark.parametrize("output, major", [

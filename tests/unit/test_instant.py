@@ -2,10 +2,10 @@ import datetime as dt
 
 import pytest
 
-from dbt.adapters.hudilite.table.instant import (
-    CLEAN, COMMIT, COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, RESTORE, SAVEPOINT, Instant, format_instant_time,
-    next_instant_time, parse_instant_file_name, parse_instant_time, to_instant_time,
-)
+from dbt.adapters.hudilite.table.format.instant import (CLEAN, COMMIT, COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED,
+                                                        RESTORE, SAVEPOINT, Instant, format_instant_time,
+                                                        next_instant_time, parse_instant_file_name,
+                                                        parse_instant_time, to_instant_time)
 
 
 @pytest.mark.parametrize("instant, name", [

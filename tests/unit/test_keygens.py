@@ -6,9 +6,9 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.hudilite.table import properties as props
+from dbt.adapters.hudilite.table.format import properties as props
 from dbt.adapters.hudilite.table.errors import ConfigurationError, DataError
-from dbt.adapters.hudilite.table.keygen import (KeyGenerator, TimestampPartition, java_zone, joda_to_strftime)
+from dbt.adapters.hudilite.table.format.keygen import KeyGenerator, TimestampPartition, java_zone, joda_to_strftime
 
 P = "hoodie.keygen.timebased."
 

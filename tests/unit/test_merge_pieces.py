@@ -4,7 +4,7 @@ holds one piece and the batch's rows, not the whole slice and its merged copy.""
 
 import pyarrow as pa
 
-from dbt.adapters.hudilite.table.upsert import merge_pieces
+from dbt.adapters.hudilite.table.operations.upsert import merge_pieces
 from tests.unit.test_merge_slice import META, as_rows, random_case, reference_merge, slice_tables
 
 

@@ -3,7 +3,7 @@ batch's rows for it (no Spark)."""
 
 import pyarrow as pa
 
-from dbt.adapters.hudilite.table.upsert import IS_DELETED, merge_slice, one_row_per_key
+from dbt.adapters.hudilite.table.operations.upsert import IS_DELETED, merge_slice, one_row_per_key
 
 META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path"]
 
@@ -60,7 +60,7 @@ def test_one_row_per_key():
 def tagged_rows():
     """Tagged batch rows: an update in place, a move (p1 to p2), a delete of a stored key, a
     delete of an unknown key, a new key, and two rows of a key flagged duplicate."""
-    from dbt.adapters.hudilite.table.upsert import DUPLICATE, OLD_FILE_ID, OLD_PARTITION, SHARD
+    from dbt.adapters.hudilite.table.operations.upsert import DUPLICATE, OLD_FILE_ID, OLD_PARTITION, SHARD
 
     return pa.table({"_hoodie_record_key": ["a", "b", "c", "x", "n", "d", "d"],
                      "_hoodie_partition_path": ["p1", "p2", "p1", "p1", "p3", "p1", "p1"],
@@ -73,7 +73,7 @@ def tagged_rows():
 
 
 def test_the_summary_of_a_tagged_batch_counts_what_leaves_and_arrives():
-    from dbt.adapters.hudilite.table.upsert import partial_summary, summary_of
+    from dbt.adapters.hudilite.table.operations.upsert import partial_summary, summary_of
 
     rows = tagged_rows()
     whole = partial_summary(rows)
@@ -94,7 +94,7 @@ def test_the_summary_of_a_tagged_batch_counts_what_leaves_and_arrives():
 
 
 def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partition():
-    from dbt.adapters.hudilite.table.upsert import arriving_mask, insert_rows
+    from dbt.adapters.hudilite.table.operations.upsert import arriving_mask, insert_rows
 
     rows = tagged_rows()
     arriving = rows.filter(arriving_mask(rows))
@@ -106,7 +106,7 @@ def test_new_rows_of_a_small_upsert_are_in_the_insert_layout_grouped_by_partitio
 
 
 def test_an_upsert_is_small_by_its_batch():
-    from dbt.adapters.hudilite.table.upsert import is_small
+    from dbt.adapters.hudilite.table.operations.upsert import is_small
 
     assert is_small(batch_bytes=10 << 20, limit=32 << 20)  # however much it rewrites: tasks share that
     assert not is_small(batch_bytes=40 << 20, limit=32 << 20)  # each task holds the whole batch

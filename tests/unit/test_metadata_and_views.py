@@ -3,18 +3,12 @@ import json
 
 import pytest
 
-from dbt.adapters.hudilite.table.cleaner import (
-    KEEP_LATEST_BY_HOURS,
-    KEEP_LATEST_COMMITS,
-    KEEP_LATEST_FILE_VERSIONS,
-    CleanPolicy,
-    plan_clean,
-)
-from dbt.adapters.hudilite.table.commit import CommitMetadata, WriteStat
-from dbt.adapters.hudilite.table.file_group import (
-    FileSystemView, base_file_name, parse_base_file_name, relative_file_path,
-)
-from dbt.adapters.hudilite.table.instant import COMMIT, COMPLETED, REPLACE_COMMIT, Instant
+from dbt.adapters.hudilite.table.services.cleaner import (KEEP_LATEST_BY_HOURS, KEEP_LATEST_COMMITS,
+                                                          KEEP_LATEST_FILE_VERSIONS, CleanPolicy, plan_clean)
+from dbt.adapters.hudilite.table.format.commit import CommitMetadata, WriteStat
+from dbt.adapters.hudilite.table.format.file_group import (FileSystemView, base_file_name, parse_base_file_name,
+                                                           relative_file_path)
+from dbt.adapters.hudilite.table.format.instant import COMMIT, COMPLETED, REPLACE_COMMIT, Instant
 
 
 def stat(partition, file_id, instant, rows=10, prev=None):
@@ -140,9 +134,9 @@ def test_extended_view_is_the_view_of_all_commits_and_leaves_the_older_view_alon
 def test_timeline_view_after_a_commit_reads_only_the_new_commit(tmp_path, monkeypatch):
     """A write's view, then the view after its commit: the second is the first extended by the
     new commit, not a build over every file group of the table again (issue 33)."""
-    from dbt.adapters.hudilite.table import file_group
-    from dbt.adapters.hudilite.table.storage import Storage
-    from dbt.adapters.hudilite.table.timeline import Timeline
+    from dbt.adapters.hudilite.table.format import file_group
+    from dbt.adapters.hudilite.table.storage.filesystem import Storage
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
 
     storage = Storage(str(tmp_path))
     storage.make_dirs(".hoodie/.temp")

@@ -4,9 +4,9 @@ between the two leaves a folder no reader looks at, which the next drop removes.
 
 import pytest
 
-from dbt.adapters.hudilite.table import metadata_table
-from dbt.adapters.hudilite.table import properties as props
-from dbt.adapters.hudilite.table.storage import Storage
+from dbt.adapters.hudilite.table.format import metadata_table
+from dbt.adapters.hudilite.table.format import properties as props
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
 JAVA_PROPERTIES = """#Updated at 2026-11-26T08:13:03Z
 hoodie.table.name=accounts

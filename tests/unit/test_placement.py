@@ -1,7 +1,7 @@
 """Packing file groups into rewrite tasks (no Spark; the hash is checked against Spark in
 tests/core/test_placement.py)."""
 
-from dbt.adapters.hudilite.table.placement import pack, routing_values, spark_hash_int
+from dbt.adapters.hudilite.table.spark.placement import pack, routing_values, spark_hash_int
 
 
 def test_pack_gives_each_file_group_its_own_task_when_tasks_allow():

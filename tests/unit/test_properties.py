@@ -1,6 +1,6 @@
 import dataclasses
 
-from dbt.adapters.hudilite.table import properties as props
+from dbt.adapters.hudilite.table.format import properties as props
 
 
 def test_round_trip_with_characters_java_escapes():

@@ -6,10 +6,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.hudilite.table.record_index import (
-    DIGESTS, ENTRY_SCHEMA, RECORD_KEYS, compact_task, entry_schema, key_digests, keys_by_row_group, latest_entries,
-    _may_hold_tombstones, live_holders, write_shards)
-from dbt.adapters.hudilite.table.storage import Storage
+from dbt.adapters.hudilite.table.index.record_index import (DIGESTS, ENTRY_SCHEMA, RECORD_KEYS, compact_task,
+                                                            entry_schema, key_digests, keys_by_row_group,
+                                                            latest_entries, _may_hold_tombstones, live_holders,
+                                                            write_shards)
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
 both_kinds = pytest.mark.parametrize("entry_key", [DIGESTS, RECORD_KEYS])
 
@@ -200,7 +201,7 @@ def digests_of(*pairs):
 
 
 def test_digests_are_found_by_binary_search_through_ties_and_by_hashing_out_of_order():
-    from dbt.adapters.hudilite.table.record_index import _positions
+    from dbt.adapters.hudilite.table.index.record_index import _positions
 
     stored = digests_of((0, 1), (0, 2), (0, 3), (1, 0), (2, 2), (2, 2), (255, 0))
     wanted = digests_of((0, 3), (0, 9), (2, 2), (255, 0), (7, 7))

@@ -4,7 +4,7 @@ import re
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.hudilite.table.schema import SchemaError, check_compatible, from_json, to_avro, to_json
+from dbt.adapters.hudilite.table.format.schema import SchemaError, check_compatible, from_json, to_avro, to_json
 
 SCHEMA = T.StructType([
     T.StructField("id", T.LongType(), False),
@@ -48,7 +48,7 @@ def test_compatibility():
 
 
 def test_a_column_widens_only_where_its_stored_files_read_as_the_new_type():
-    from dbt.adapters.hudilite.table.schema import promotes
+    from dbt.adapters.hudilite.table.format.schema import promotes
 
     widen = [(T.IntegerType(), T.LongType()), (T.ByteType(), T.IntegerType()), (T.FloatType(), T.DoubleType()),
              (T.IntegerType(), T.DoubleType()), (T.DecimalType(10, 2), T.DecimalType(12, 2)),
@@ -68,7 +68,7 @@ def test_a_column_widens_only_where_its_stored_files_read_as_the_new_type():
 
 
 def test_avro_schemas_read_back_as_the_spark_schema_they_came_from():
-    from dbt.adapters.hudilite.table.schema import from_avro
+    from dbt.adapters.hudilite.table.format.schema import from_avro
 
     assert from_avro(to_avro(SCHEMA, "t")) == SCHEMA
     hudi_style = json.dumps({"type": "record", "name": "t_record", "fields": [
@@ -111,7 +111,7 @@ def test_nested_fields_that_differ_only_in_nullability_are_one_type():
     schema becomes nullable throughout (it was refused, naming two identical-looking types)."""
     from pyspark.sql import types as T
 
-    from dbt.adapters.hudilite.table.schema import check_compatible
+    from dbt.adapters.hudilite.table.format.schema import check_compatible
 
     strict = T.StructType([T.StructField("name", T.StringType(), False), T.StructField("email", T.StringType(), False)])
     loose = T.StructType([T.StructField("name", T.StringType(), True), T.StructField("email", T.StringType(), True)])

@@ -5,7 +5,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.hudilite import materialize as m
 from dbt.adapters.hudilite.table import SchemaError
-from dbt.adapters.hudilite.table.schema import to_avro
+from dbt.adapters.hudilite.table.format.schema import to_avro
 
 COLUMNS = [("id", "bigint"), ("v", "string")]
 

@@ -1,6 +1,6 @@
-from dbt.adapters.hudilite.table.commit import CommitMetadata, WriteStat
-from dbt.adapters.hudilite.table.instant import COMMIT, COMPLETED, INFLIGHT, REPLACE_COMMIT, Instant
-from dbt.adapters.hudilite.table.validation import check_table
+from dbt.adapters.hudilite.table.format.commit import CommitMetadata, WriteStat
+from dbt.adapters.hudilite.table.format.instant import COMMIT, COMPLETED, INFLIGHT, REPLACE_COMMIT, Instant
+from dbt.adapters.hudilite.table.services.validation import check_table
 
 PROPS = {"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
          "hoodie.timeline.layout.version": "1"}

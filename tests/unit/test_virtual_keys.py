@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 from dbt.adapters.hudilite import materialize as m
-from dbt.adapters.hudilite.table import properties as props
+from dbt.adapters.hudilite.table.format import properties as props
 from dbt.adapters.hudilite.table.errors import ConfigurationError
-from dbt.adapters.hudilite.table.keygen import VirtualKeys, stored_keys
-from dbt.adapters.hudilite.table.schema import META_COLUMNS
+from dbt.adapters.hudilite.table.format.keygen import VirtualKeys, stored_keys
+from dbt.adapters.hudilite.table.format.schema import META_COLUMNS
 
 
 def test_stored_keys_are_made_as_the_key_generator_makes_them():

@@ -27,10 +27,11 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from pyspark.sql import DataFrame, SparkSession
 
 from .statement import read_statement
-from .table import ConfigurationError, HudiTable, Storage, faults, quote
-from .table.environment import is_connect
-from .table.layout import HOODIE_DIR, LOCK_FILE, PROPERTIES_FILE
-from .table.lock import TableLock
+from .table import ConfigurationError, HudiTable, Storage, quote
+from .table.storage import faults
+from .table.spark.environment import is_connect
+from .table.storage.layout import HOODIE_DIR, LOCK_FILE, PROPERTIES_FILE
+from .table.storage.lock import TableLock
 
 VIEWS_DIR = ".hudilite_views"  # <location_root>/<schema>/.hudilite_views/<view>.sql
 DOCS_DIR = ".hudilite_docs"  # <location_root>/<schema>/.hudilite_docs/<relation>.json: persist_docs

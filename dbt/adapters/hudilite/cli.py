@@ -71,14 +71,9 @@ def format_stats(stats: dict) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from .table.archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS
-    from .table.cleaner import (
-        DEFAULT_RETAIN_COMMITS,
-        DEFAULT_RETAIN_FILE_VERSIONS,
-        DEFAULT_RETAIN_HOURS,
-        KEEP_LATEST_COMMITS,
-        POLICIES,
-    )
+    from .table.services.archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS
+    from .table.services.cleaner import (DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_FILE_VERSIONS, DEFAULT_RETAIN_HOURS,
+                                         KEEP_LATEST_COMMITS, POLICIES)
 
     parser = argparse.ArgumentParser(prog="hudilite", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)

@@ -30,9 +30,9 @@ from .python_model import run_python_model
 from .relation import HudiliteRelation
 from .session import session_user
 from .table import META_COLUMNS, ConcurrentWriteError, ConfigurationError, HudiTable, quote
-from .table.instant import parse_instant_time
-from .table.object_store import ObjectStoreError, check_location
-from .table.properties import PARQUET_ENCODINGS
+from .table.format.instant import parse_instant_time
+from .table.storage.object_store import ObjectStoreError, check_location
+from .table.format.properties import PARQUET_ENCODINGS
 
 logger = AdapterLogger("hudilite")
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .table import ConfigurationError, FileSizing, TableServices, quote
-from .table.cleaner import KEEP_LATEST_COMMITS
-from .table.schema import IS_DELETED
-from .table.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, UPSERT
-from .table.properties import PARQUET_ENCODINGS
+from .table.services.cleaner import KEEP_LATEST_COMMITS
+from .table.format.schema import IS_DELETED
+from .table.format.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, UPSERT
+from .table.format.properties import PARQUET_ENCODINGS
 
 STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge", "delete+insert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")

@@ -8,24 +8,15 @@ Usable without dbt:
     table.read().show()
 """
 
-from .cleaner import CleanPlan
-from .commit import CommitMetadata, WriteStat
-from .errors import (
-    ConcurrentWriteError,
-    ConfigurationError,
-    CorruptTableError,
-    DataError,
-    HudiliteError,
-    SchemaError,
-    SparkEnvironmentError,
-    TableReplacedError,
-    TimelineError,
-)
-from .file_sizing import FileSizing
-from .instant import Instant
-from .maintenance import TableServices
-from .schema import META_COLUMNS, quote
-from .storage import Storage
+from .services.cleaner import CleanPlan
+from .format.commit import CommitMetadata, WriteStat
+from .errors import (ConcurrentWriteError, ConfigurationError, CorruptTableError, DataError, HudiliteError,
+                     SchemaError, SparkEnvironmentError, TableReplacedError, TimelineError)
+from .spark.file_sizing import FileSizing
+from .format.instant import Instant
+from .services.maintenance import TableServices
+from .format.schema import META_COLUMNS, quote
+from .storage.filesystem import Storage
 from .table import HudiTable
 
 __all__ = [

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Set, Tuple
 
-from .commit import INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, SPARK_SCHEMA_KEY, CommitMetadata
+from .format.commit import INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, SPARK_SCHEMA_KEY, CommitMetadata
 
 KeysOf = Callable[[List[str]], Set[str]]  # record keys stored in these base files
 

@@ -21,30 +21,32 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from . import faults
-from . import properties as props
-from .properties import KEYGEN_COMPLEX, KEYGEN_CUSTOM, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE, KEYGEN_TIMESTAMP
-from .commit import CHECKPOINT_PREFIX, SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
+from .storage import faults
+from .format import properties as props
+from .format.properties import KEYGEN_COMPLEX, KEYGEN_CUSTOM, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE, KEYGEN_TIMESTAMP
+from .format.commit import CHECKPOINT_PREFIX, SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from .errors import (ConcurrentWriteError, ConfigurationError, DataError, HudiliteError, SchemaError,
                      TableReplacedError, TimelineError)
-from .file_group import BaseFile, FileSystemView
-from .file_sizing import FileSizing
-from .index import IndexChange, TableIndex
-from .instant import CLEAN, RESTORE, Instant
-from .key_ranges import KeyRangeIndex
-from .keygen import (ARROW_KEY_TYPES, EPOCH_MICROS, SIMPLE, TIMESTAMP, TIMESTAMP_KEY_TEXTS, UTC_TEXT, KeyGenerator,
-                     PartitionFormat, TimestampPartition, VirtualKeys, formats_in_task, partition_grouping,
-                     partition_path, record_key, task_row_index)
-from .layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir
-from .lock import TableLock
-from .reader import literal_path, read_base_files, read_data_files
-from .record_index import RecordIndex, Sharding, entry_key_of
-from .rows import ROW_INDEX, insert_layout
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, check_compatible, from_avro, from_json, quote, same_key_text, to_avro, to_json, with_meta_columns
-from .storage import Storage
-from .timeline import Timeline
+from .format.file_group import BaseFile, FileSystemView
+from .spark.file_sizing import FileSizing
+from .index.table_index import IndexChange, TableIndex
+from .format.instant import CLEAN, RESTORE, Instant
+from .index.key_ranges import KeyRangeIndex
+from .format.keygen import (ARROW_KEY_TYPES, EPOCH_MICROS, SIMPLE, TIMESTAMP, TIMESTAMP_KEY_TEXTS, UTC_TEXT,
+                            KeyGenerator, PartitionFormat, TimestampPartition, VirtualKeys, formats_in_task,
+                            partition_grouping, partition_path, record_key, task_row_index)
+from .storage.layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir
+from .storage.lock import TableLock
+from .spark.reader import literal_path, read_base_files, read_data_files
+from .index.record_index import RecordIndex, Sharding, entry_key_of
+from .format.rows import ROW_INDEX, insert_layout
+from .format.schema import (COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH,
+                            RECORD_KEY, check_compatible, from_avro, from_json, quote, same_key_text, to_avro,
+                            to_json, with_meta_columns)
+from .storage.filesystem import Storage
+from .format.timeline import Timeline
 from .transaction import WriteTransaction, open_claims
-from .writer import WriteSpec
+from .spark.writer import WriteSpec
 
 logger = logging.getLogger("hudilite")
 

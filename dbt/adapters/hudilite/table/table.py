@@ -15,37 +15,31 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from . import clustering
-from . import insert as inserts
-from . import maintenance
-from . import metadata_table
-from . import properties as props
-from . import restore as restoring
-from . import savepoint as savepointing
-from . import update as updates
-from . import upsert as upserts
-from .archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, java_archive_files
-from .cleaner import (
-    DEFAULT_RETAIN_COMMITS,
-    DEFAULT_RETAIN_FILE_VERSIONS,
-    DEFAULT_RETAIN_HOURS,
-    KEEP_LATEST_COMMITS,
-    CleanPlan,
-    CleanPolicy,
-)
-from .commit import UPSERT, CommitMetadata
+from .services import clustering
+from .operations import insert as inserts
+from .services import maintenance
+from .format import metadata_table
+from .format import properties as props
+from .services import restore as restoring
+from .services import savepoint as savepointing
+from .operations import update as updates
+from .operations import upsert as upserts
+from .services.archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, java_archive_files
+from .services.cleaner import (DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_FILE_VERSIONS, DEFAULT_RETAIN_HOURS,
+                               KEEP_LATEST_COMMITS, CleanPlan, CleanPolicy)
+from .format.commit import UPSERT, CommitMetadata
 from .context import TableContext, read_config, schema_mode
-from .environment import check_python_workers
+from .spark.environment import check_python_workers
 from .errors import ConfigurationError, CorruptTableError, TimelineError
-from .file_group import BaseFile
-from .file_sizing import FileSizing
-from .index import TableIndex
-from .instant import Instant
-from .keygen import EPOCH_MICROS
-from .layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
-from .reader import changed_rows
-from .schema import data_columns, to_avro, with_meta_columns
-from .storage import Storage
+from .format.file_group import BaseFile
+from .spark.file_sizing import FileSizing
+from .index.table_index import TableIndex
+from .format.instant import Instant
+from .format.keygen import EPOCH_MICROS
+from .storage.layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
+from .spark.reader import changed_rows
+from .format.schema import data_columns, to_avro, with_meta_columns
+from .storage.filesystem import Storage
 from .transaction import first_write_in_flight
 
 Fields = Union[None, str, Sequence[str]]

@@ -25,15 +25,15 @@ import threading
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from . import faults
-from .commit import CommitMetadata
+from .storage import faults
+from .format.commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError, CorruptTableError
-from .instant import INFLIGHT, RESTORE, Instant, is_instant_time, next_instant_time
-from .layout import HOODIE_DIR, WRITERS_DIR, markers_dir, writer_instant, writer_path
-from .lock import TableLock
-from .storage import Storage
-from .timeline import Timeline
+from .format.instant import INFLIGHT, RESTORE, Instant, is_instant_time, next_instant_time
+from .storage.layout import HOODIE_DIR, WRITERS_DIR, markers_dir, writer_instant, writer_path
+from .storage.lock import TableLock
+from .storage.filesystem import Storage
+from .format.timeline import Timeline
 
 HEARTBEAT_INTERVAL_S = 5.0
 PUBLISH_DOUBT_S = 30.0  # an object store's PUT whose answer was lost may land this long after

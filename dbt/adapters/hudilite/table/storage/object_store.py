@@ -46,8 +46,8 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from .errors import ConcurrentWriteError, ConfigurationError, HudiliteError
-from .storage import Storage
+from ..errors import ConcurrentWriteError, ConfigurationError, HudiliteError
+from .filesystem import Storage
 
 T = TypeVar("T")
 
@@ -707,7 +707,7 @@ def _first_line(err: Exception) -> str:
 
 
 def _is_completed_instant(rel: str) -> bool:
-    from .instant import COMPLETED, parse_instant_file_name
+    from ..format.instant import COMPLETED, parse_instant_file_name
     from .layout import HOODIE_DIR
     if posixpath.dirname(rel) != HOODIE_DIR:
         return False

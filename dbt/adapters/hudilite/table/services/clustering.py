@@ -23,17 +23,17 @@ from typing import List, Optional, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .avro_metadata import REQUESTED_REPLACE_METADATA
-from .commit import CLUSTER
-from .context import TableContext, resolve_columns
-from .file_group import BaseFile, FileGroup
-from .file_sizing import FileSizing, average_record_bytes
-from .index import IndexChange
-from .instant import REPLACE_COMMIT, REQUESTED, Instant
-from .reader import bounded_stored_reads
-from .rows import CLUSTER_GROUP, CLUSTER_ROWS
-from .schema import FILE_NAME, quote
-from .writer import cluster_task, run_write_job
+from ..format.avro_metadata import REQUESTED_REPLACE_METADATA
+from ..format.commit import CLUSTER
+from ..context import TableContext, resolve_columns
+from ..format.file_group import BaseFile, FileGroup
+from ..spark.file_sizing import FileSizing, average_record_bytes
+from ..index.table_index import IndexChange
+from ..format.instant import REPLACE_COMMIT, REQUESTED, Instant
+from ..spark.reader import bounded_stored_reads
+from ..format.rows import CLUSTER_GROUP, CLUSTER_ROWS
+from ..format.schema import FILE_NAME, quote
+from ..spark.writer import cluster_task, run_write_job
 
 MAX_BYTES_PER_GROUP = 2 * 1024 * 1024 * 1024  # Hudi's hoodie.clustering.plan.strategy.max.bytes.per.group
 STORED_ORDER = "_hudilite_stored_order"

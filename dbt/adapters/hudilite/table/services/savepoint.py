@@ -13,15 +13,15 @@ import posixpath
 import time
 from typing import Dict, List, Set
 
-from .avro_metadata import SAVEPOINT_METADATA
+from ..format.avro_metadata import SAVEPOINT_METADATA
 from .cleaner import KEEP_LATEST_FILE_VERSIONS, unreadable_from
-from .context import TableContext
-from .errors import ConcurrentWriteError, TimelineError
-from .instant import COMPLETED, INFLIGHT, SAVEPOINT, Instant
-from .layout import HOODIE_DIR
-from .lock import TableLock
-from .timeline import Timeline
-from .transaction import first_write_in_flight
+from ..context import TableContext
+from ..errors import ConcurrentWriteError, TimelineError
+from ..format.instant import COMPLETED, INFLIGHT, SAVEPOINT, Instant
+from ..storage.layout import HOODIE_DIR
+from ..storage.lock import TableLock
+from ..format.timeline import Timeline
+from ..transaction import first_write_in_flight
 
 
 def savepointed_files(timeline: Timeline) -> Set[str]:

@@ -11,9 +11,9 @@ import logging
 import posixpath
 
 from . import properties as props
-from .layout import METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR
-from .lock import TableLock
-from .storage import Storage
+from ..storage.layout import METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR
+from ..storage.lock import TableLock
+from ..storage.filesystem import Storage
 
 logger = logging.getLogger("hudilite")
 

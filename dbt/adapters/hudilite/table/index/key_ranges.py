@@ -21,12 +21,12 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .file_group import FileSystemView
-from .index import IndexChange, TableIndex, file_id_of
-from .index_files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
-from .instant import Instant
-from .layout import KEY_RANGES_DIR
-from .schema import FILE_NAME, RECORD_KEY
+from ..format.file_group import FileSystemView
+from .table_index import IndexChange, TableIndex, file_id_of
+from .files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
+from ..format.instant import Instant
+from ..storage.layout import KEY_RANGES_DIR
+from ..format.schema import FILE_NAME, RECORD_KEY
 
 RUN_SCHEMA = pa.schema([("file_id", pa.string()), ("prefix", pa.string()), ("first", pa.int64()), ("last", pa.int64())])
 Run = Tuple[str, int, int]  # (prefix, first row, last row)

@@ -22,15 +22,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.errors import AnalysisException, ParseException
 
-from .commit import DELETE, INSERT, UPSERT, WriteStat
-from .context import EVOLVE, TableContext
-from .errors import SchemaError
-from .index import IndexChange, file_id_of
-from .instant import COMMIT
-from .reader import bounded_stored_reads
-from .rows import FILE_ID, REWRITE
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, quote
-from .writer import by_rewrite_task, rewrite_task, run_write_job, write_empty_slice, write_stat
+from ..format.commit import DELETE, INSERT, UPSERT, WriteStat
+from ..context import EVOLVE, TableContext
+from ..errors import SchemaError
+from ..index.table_index import IndexChange, file_id_of
+from ..format.instant import COMMIT
+from ..spark.reader import bounded_stored_reads
+from ..format.rows import FILE_ID, REWRITE
+from ..format.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, quote
+from ..spark.writer import by_rewrite_task, rewrite_task, run_write_job, write_empty_slice, write_stat
 
 MATCHED = "_hudilite_matched"
 Marker = Callable[[DataFrame], DataFrame]

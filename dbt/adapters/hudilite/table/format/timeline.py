@@ -11,24 +11,16 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
-from . import archival, avro_metadata
-from .archival import ArchivedView
+from ..services import archival
+from . import avro_metadata
+from ..services.archival import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
-from .instant import (
-    ACTIONS,
-    COMPLETED,
-    INFLIGHT,
-    REQUESTED,
-    SAVEPOINT,
-    Instant,
-    instant_file_name,
-    parse_instant_file_name,
-    to_instant_time,
-)
-from .errors import CorruptTableError, TimelineError
-from .layout import ARCHIVED_DIR, ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
-from .storage import Storage
+from .instant import (ACTIONS, COMPLETED, INFLIGHT, REQUESTED, SAVEPOINT, Instant, instant_file_name,
+                      parse_instant_file_name, to_instant_time)
+from ..errors import CorruptTableError, TimelineError
+from ..storage.layout import ARCHIVED_DIR, ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
+from ..storage.filesystem import Storage
 
 _STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
 

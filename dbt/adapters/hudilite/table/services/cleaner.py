@@ -18,9 +18,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import AbstractSet, List, Optional
 
-from .errors import ConfigurationError
-from .file_group import BaseFile, FileSystemView
-from .instant import format_instant_time
+from ..errors import ConfigurationError
+from ..format.file_group import BaseFile, FileSystemView
+from ..format.instant import format_instant_time
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"

@@ -27,18 +27,18 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from . import faults
-from .bloom import FileKeys
+from ..storage import faults
+from ..format.bloom import FileKeys
 from .file_sizing import TopUp
-from .commit import WriteStat
+from ..format.commit import WriteStat
 from .environment import is_connect
-from .file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
-from .keygen import PartitionFormat, VirtualKeys, seqno_array
-from .layout import TMP_DIR, marker_path, partition_metadata_path
+from ..format.file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
+from ..format.keygen import PartitionFormat, VirtualKeys, seqno_array
+from ..storage.layout import TMP_DIR, marker_path, partition_metadata_path
 from .placement import pack, routing_values
-from .rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, RowLayout, insert_layout
-from .schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
-from .storage import Storage
+from ..format.rows import CLUSTER_GROUP, CLUSTER_ROWS, FILE_ID, REWRITE, SLICE, RowLayout, insert_layout
+from ..format.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from ..storage.filesystem import Storage
 
 STATS_DDL = (
     "partition_path string, file_id string, path string, prev_commit string, num_writes long, "

@@ -28,7 +28,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .errors import DataError
+from ..errors import DataError
 from .schema import COMMIT_TIME, META_COLUMNS, RECORD_KEY, quote
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -365,7 +365,7 @@ SIMPLE, TIMESTAMP = "SIMPLE", "TIMESTAMP"
 
 
 def _setting_error(table: str, setting: str, why: str):
-    from .errors import ConfigurationError
+    from ..errors import ConfigurationError
     return ConfigurationError(f"table {table}: {setting}: {why}")
 
 

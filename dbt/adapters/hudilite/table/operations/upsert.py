@@ -40,25 +40,25 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .bloom import stored_footer
-from .commit import DELETE, WriteStat
-from .context import EVOLVE, TableContext, resolve_columns
-from .errors import DataError
-from .file_group import FileGroup
-from .index import IndexChange
-from .index_files import DELTA
-from .instant import COMMIT
-from .keygen import VirtualKeys
-from .layout import staged_dir, staged_path
-from .placement import pack
-from .record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, live_holders, write_shards
-from .rows import ROW_INDEX, SLICE, insert_layout
-from .schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, quote
-from .storage import Storage
+from ..format.bloom import stored_footer
+from ..format.commit import DELETE, WriteStat
+from ..context import EVOLVE, TableContext, resolve_columns
+from ..errors import DataError
+from ..format.file_group import FileGroup
+from ..index.table_index import IndexChange
+from ..index.files import DELTA
+from ..format.instant import COMMIT
+from ..format.keygen import VirtualKeys
+from ..storage.layout import staged_dir, staged_path
+from ..spark.placement import pack
+from ..index.record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, live_holders, write_shards
+from ..format.rows import ROW_INDEX, SLICE, insert_layout
+from ..format.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, quote
+from ..storage.filesystem import Storage
 from .update import rows_accepted_by
-from .writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, bounded_batches, by_rewrite_task,
-                     fail_if_injected, grouped_by_file_group, run_task_job, run_write_job, shuffle_partitions,
-                     task_context, write_slices, write_stat, write_task)
+from ..spark.writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, bounded_batches,
+                            by_rewrite_task, fail_if_injected, grouped_by_file_group, run_task_job, run_write_job,
+                            shuffle_partitions, task_context, write_slices, write_stat, write_task)
 
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .errors import TimelineError
+from ..errors import TimelineError
 
 COMMIT = "commit"
 REPLACE_COMMIT = "replacecommit"

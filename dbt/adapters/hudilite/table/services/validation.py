@@ -9,10 +9,10 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, Iterable, List, Set, Tuple
 
-from .commit import CommitMetadata
-from .file_group import BaseFile, parse_base_file_name
-from .instant import Instant
-from .layout import PARTITION_METADATA, is_hoodie_path
+from ..format.commit import CommitMetadata
+from ..format.file_group import BaseFile, parse_base_file_name
+from ..format.instant import Instant
+from ..storage.layout import PARTITION_METADATA, is_hoodie_path
 
 REQUIRED_PROPERTIES = ("hoodie.table.name", "hoodie.table.type", "hoodie.table.version", "hoodie.timeline.layout.version")
 

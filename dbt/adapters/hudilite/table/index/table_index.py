@@ -21,13 +21,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .commit import WriteStat
-from .file_group import BaseFile, FileSystemView
-from .index_files import BaseGuard, IndexFiles
-from .instant import Instant
-from .reader import read_base_files
-from .schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
-from .storage import Storage
+from ..format.commit import WriteStat
+from ..format.file_group import BaseFile, FileSystemView
+from .files import BaseGuard, IndexFiles
+from ..format.instant import Instant
+from ..spark.reader import read_base_files
+from ..format.schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
+from ..storage.filesystem import Storage
 
 LOCATION_DDL = "key string, partition string, file_id string"
 

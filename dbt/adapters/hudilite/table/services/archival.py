@@ -38,13 +38,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from . import log_format
-from .avro_metadata import ARCHIVED_META_ENTRY, WRITE_STAT_FIELDS
-from .commit import SPARK_SCHEMA_KEY, CommitMetadata
-from .errors import ConfigurationError, CorruptTableError
-from .file_group import BaseFile, FileSystemView
-from .instant import ACTIONS, COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
-from .layout import ARCHIVED_DIR, TMP_DIR
+from ..format import log_format
+from ..format.avro_metadata import ARCHIVED_META_ENTRY, WRITE_STAT_FIELDS
+from ..format.commit import SPARK_SCHEMA_KEY, CommitMetadata
+from ..errors import ConfigurationError, CorruptTableError
+from ..format.file_group import BaseFile, FileSystemView
+from ..format.instant import ACTIONS, COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
+from ..storage.layout import ARCHIVED_DIR, TMP_DIR
 
 DEFAULT_KEEP_MIN_COMMITS = 20  # Hudi's hoodie.keep.min.commits
 DEFAULT_KEEP_MAX_COMMITS = 30  # Hudi's hoodie.keep.max.commits

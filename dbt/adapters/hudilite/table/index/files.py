@@ -21,9 +21,9 @@ from typing import Callable, ContextManager, Iterable, List, Optional, Set, Tupl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import faults
-from .layout import INDEX_STATE_FILE, TMP_DIR, index_file_name, marker_path, parse_index_file_name
-from .storage import Storage
+from ..storage import faults
+from ..storage.layout import INDEX_STATE_FILE, TMP_DIR, index_file_name, marker_path, parse_index_file_name
+from ..storage.filesystem import Storage
 
 BASE = "base"
 DELTA = "delta"

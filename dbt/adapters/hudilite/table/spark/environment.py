@@ -10,7 +10,7 @@ import subprocess
 import sys
 from typing import Optional, Set
 
-from .errors import SparkEnvironmentError
+from ..errors import SparkEnvironmentError
 
 SUPPORTED_JAVA = (17, 21)  # what Spark 4 runs on
 _checked_contexts: Set[int] = set()
@@ -91,7 +91,7 @@ def _check_connect_workers(spark) -> None:
     session_id = spark.session_id
     if session_id in _checked_servers:
         return
-    from ..__version__ import version
+    from ...__version__ import version
 
     try:
         found = spark.range(1).mapInArrow(_import_probe, "version string").collect()[0][0]
@@ -111,7 +111,7 @@ def _import_probe(batches):
     import pyarrow as pa
 
     from . import writer  # noqa: F401 - what a write's tasks run
-    from ..__version__ import version
+    from ...__version__ import version
 
     for _ in batches:
         pass

@@ -19,10 +19,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .errors import DataError
-from .file_group import BaseFile
-from .schema import COMMIT_TIME, with_meta_columns
-from .storage import Storage
+from ..errors import DataError
+from ..format.file_group import BaseFile
+from ..format.schema import COMMIT_TIME, with_meta_columns
+from ..storage.filesystem import Storage
 
 # Planning a read of N explicit files lists them; above this many Spark would start a
 # distributed listing job (seconds). Listing on the driver takes milliseconds.

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Tuple
 
-from .commit import CommitMetadata
-from .file_group import FileGroup
+from ..format.commit import CommitMetadata
+from ..format.file_group import FileGroup
 
 MB = 1024 * 1024
 DEFAULT_RECORD_BYTES = 1024  # Hudi's estimate before any commit says better

@@ -29,15 +29,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .file_group import FileSystemView
-from .index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
-from .index_files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
-from .instant import Instant
-from .layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
-from .reader import literal_path
-from .schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
-from .storage import Storage
-from .writer import bounded_batches, run_task_job, settled
+from ..format.file_group import FileSystemView
+from .table_index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
+from .files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
+from ..format.instant import Instant
+from ..storage.layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
+from ..spark.reader import literal_path
+from ..format.schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
+from ..storage.filesystem import Storage
+from ..spark.writer import bounded_batches, run_task_job, settled
 
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024

@@ -6,7 +6,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 TABLE_VERSION = "6"
 

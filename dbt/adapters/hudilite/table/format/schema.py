@@ -11,7 +11,7 @@ import re
 
 from pyspark.sql import types as T
 
-from .errors import SchemaError
+from ..errors import SchemaError
 
 COMMIT_TIME = "_hoodie_commit_time"
 COMMIT_SEQNO = "_hoodie_commit_seqno"

@@ -16,15 +16,15 @@ from typing import Dict, List, Optional, Tuple
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE
-from .context import REPLACE, TableContext
-from .errors import ConcurrentWriteError
-from .file_group import FileSystemView
-from .file_sizing import TopUp, average_record_bytes, plan_top_ups
-from .index import IndexChange
-from .instant import COMMIT, REPLACE_COMMIT
-from .schema import IS_DELETED, quote
-from .writer import run_write_job
+from ..format.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE
+from ..context import REPLACE, TableContext
+from ..errors import ConcurrentWriteError
+from ..format.file_group import FileSystemView
+from ..spark.file_sizing import TopUp, average_record_bytes, plan_top_ups
+from ..index.table_index import IndexChange
+from ..format.instant import COMMIT, REPLACE_COMMIT
+from ..format.schema import IS_DELETED, quote
+from ..spark.writer import run_write_job
 
 PARTITIONS, TABLE = "partitions", "table"  # what an overwrite replaces
 # On a table of more live file groups than this, an insert offers its tasks the small file

@@ -33,9 +33,9 @@ import time
 import uuid
 from typing import Dict, Optional, Tuple
 
-from .errors import ConcurrentWriteError
+from ..errors import ConcurrentWriteError
 from .layout import LOCK_FILE
-from .storage import Storage
+from .filesystem import Storage
 
 WAIT_S = 120.0
 STALE_AFTER_S = 60.0  # other non-local storage only

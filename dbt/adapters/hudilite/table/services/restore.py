@@ -21,16 +21,16 @@ import time
 from dataclasses import replace
 from typing import Dict, List
 
-from . import faults
-from .avro_metadata import RESTORE_METADATA, RESTORE_PLAN
-from .context import TableContext
-from .errors import ConcurrentWriteError, TimelineError
-from .instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
-from .index_files import DELTA
-from .layout import HOODIE_DIR, PRIVATE_DIR, marker_path, parse_index_file_name
-from .lock import TableLock
+from ..storage import faults
+from ..format.avro_metadata import RESTORE_METADATA, RESTORE_PLAN
+from ..context import TableContext
+from ..errors import ConcurrentWriteError, TimelineError
+from ..format.instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
+from ..index.files import DELTA
+from ..storage.layout import HOODIE_DIR, PRIVATE_DIR, marker_path, parse_index_file_name
+from ..storage.lock import TableLock
 from .savepoint import drop_savepoint
-from .transaction import first_write_in_flight, marked_files, reserve_service_time, rollback, rollback_dead_writers
+from ..transaction import first_write_in_flight, marked_files, reserve_service_time, rollback, rollback_dead_writers
 
 def restore(ctx: TableContext, as_of) -> List[str]:
     """Restore the table to the latest completed instant at or before `as_of`: a savepoint, or

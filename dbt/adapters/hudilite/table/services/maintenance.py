@@ -14,49 +14,24 @@ import time
 from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
-from . import faults
-from . import properties as props
-from .archival import (
-    DEFAULT_KEEP_MAX_COMMITS,
-    DEFAULT_KEEP_MIN_COMMITS,
-    write_archive,
-    check_keep,
-    plan_archive,
-)
+from ..storage import faults
+from ..format import properties as props
+from .archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, write_archive, check_keep, plan_archive
 from .clustering import cluster
-from .commit import CLUSTER
-from .avro_metadata import CLEAN_METADATA, CLEANER_PLAN
-from .cleaner import (
-    DEFAULT_RETAIN_COMMITS,
-    DEFAULT_RETAIN_FILE_VERSIONS,
-    DEFAULT_RETAIN_HOURS,
-    KEEP_LATEST_COMMITS,
-    KEEP_LATEST_FILE_VERSIONS,
-    CleanPlan,
-    CleanPolicy,
-    plan_clean,
-    unreadable_from,
-)
-from .errors import ConcurrentWriteError, ConfigurationError
-from .context import TableContext
-from .file_group import FileSystemView, parse_base_file_name
-from .instant import (
-    CLEAN,
-    COMMIT,
-    COMPLETED,
-    INFLIGHT,
-    REQUESTED,
-    RESTORE,
-    SAVEPOINT,
-    SERVICE_ACTIONS,
-    Instant,
-    instant_file_name,
-    parse_instant_file_name,
-)
-from .layout import ARCHIVED_VIEW, HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR, markers_dir, writer_path
-from .lock import TableLock
+from ..format.commit import CLUSTER
+from ..format.avro_metadata import CLEAN_METADATA, CLEANER_PLAN
+from .cleaner import (DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_FILE_VERSIONS, DEFAULT_RETAIN_HOURS, KEEP_LATEST_COMMITS,
+                      KEEP_LATEST_FILE_VERSIONS, CleanPlan, CleanPolicy, plan_clean, unreadable_from)
+from ..errors import ConcurrentWriteError, ConfigurationError
+from ..context import TableContext
+from ..format.file_group import FileSystemView, parse_base_file_name
+from ..format.instant import (CLEAN, COMMIT, COMPLETED, INFLIGHT, REQUESTED, RESTORE, SAVEPOINT, SERVICE_ACTIONS,
+                              Instant, instant_file_name, parse_instant_file_name)
+from ..storage.layout import (ARCHIVED_VIEW, HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR,
+                              markers_dir, writer_path)
+from ..storage.lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
-from .transaction import first_write_in_flight, marked_files, open_claims, reserve_service_time, rolled_back_claims
+from ..transaction import first_write_in_flight, marked_files, open_claims, reserve_service_time, rolled_back_claims
 
 logger = logging.getLogger(__name__)
 from .validation import check_table, files_outside_hoodie
