@@ -22,7 +22,8 @@ setup(
         "connect": ["pyspark[connect]>=3.5,<5"],  # method: connect (a Spark Connect server)
         "bench": ["deltalake>=1.0,<2", "matplotlib>=3.8"],  # benchmarks/run.py: the delta-rs peer, the charts
         "test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter", "pyspark[connect]>=3.5,<5",
-                 "moto[server]>=5.0.15"],  # a local S3 server honouring If-None-Match (tests/core/test_object_storage.py)
+                 "moto[server]>=5.0.15",  # a local S3 server honouring If-None-Match (tests/core/test_object_storage.py)
+                 "import-linter>=2.3,<3"],  # the layers in .importlinter (tests/unit/test_layers.py)
     },
     entry_points={"console_scripts": ["hudilite = dbt.adapters.hudilite.cli:main"]},
 )

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable, TableServices, TimelineError
-from dbt.adapters.hudilite.table.services import archival
+from dbt.adapters.hudilite.table.format import archived_timeline
 from dbt.adapters.hudilite.table.format import avro_metadata
 from dbt.adapters.hudilite.table.storage import faults
 from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing
@@ -61,8 +61,8 @@ def test_archival_keeps_the_active_timeline_short_and_the_table_unchanged(spark,
     hoodie = os.listdir(os.path.join(table.path, ".hoodie"))
     assert not [n for n in hoodie if n[:17] <= archived.through and n[:1].isdigit()]
     archive_files = sorted(os.listdir(os.path.join(table.path, ARCHIVED_DIR)))
-    kept = [e.timestamp for f in archive_files for e in archival.read_archive_file(table.storage, f) if e.state == "COMPLETED"]
-    assert kept == instants[:archived.count] and archive_files == archival.archive_files(archive_files)
+    kept = [e.timestamp for f in archive_files for e in archived_timeline.read_archive_file(table.storage, f) if e.state == "COMPLETED"]
+    assert kept == instants[:archived.count] and archive_files == archived_timeline.archive_files(archive_files)
 
     # The table reads as before, through us and hudi-rs; the index and the files agree.
     assert rows(table) == expected

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.adapters.hudilite.table.services import archival
+from dbt.adapters.hudilite.table.format import archived_timeline
 from dbt.adapters.hudilite.table.format.instant import COMPLETED
 from dbt.adapters.hudilite.table.storage.layout import HOODIE_DIR
 from dbt.adapters.hudilite.table.format.properties import TableConfig
@@ -58,8 +58,8 @@ def hudi_archived_commits(version: str, path: str, workdir) -> list:
 
 def _archive_entries(table: HudiTable):
     folder = table.context.timeline.archived_dir
-    names = archival.archive_files(os.listdir(os.path.join(table.path, folder)))
-    entries = [e for name in names for e in archival.read_archive_file(table.storage, name, folder)]
+    names = archived_timeline.archive_files(os.listdir(os.path.join(table.path, folder)))
+    entries = [e for name in names for e in archived_timeline.read_archive_file(table.storage, name, folder)]
     return names, entries
 
 
@@ -157,7 +157,7 @@ def test_we_continue_a_table_hudi_archived(spark, hudi_spark, tmp_path):
     assert ours and ours[0] > java_archived[-1]
     after, _ = _archive_entries(table)
     assert after[:len(names)] == names and len(after) == len(names) + 1
-    assert archival.archive_version(after[-1]) == archival.archive_version(names[-1]) + 1
+    assert archived_timeline.archive_version(after[-1]) == archived_timeline.archive_version(names[-1]) + 1
     table = HudiTable.open(spark, table.path)
     agree(table, hudi_spark, "after our archival behind Hudi's")
     hudi_spark.write(table.path, [r.asDict() for r in _rows(spark, 20).collect()], SCHEMA,

@@ -6,9 +6,10 @@ import struct
 
 import pytest
 
-from dbt.adapters.hudilite.table.services import archival
+from dbt.adapters.hudilite.table.format import archived_timeline
 from dbt.adapters.hudilite.table.format import log_format
-from dbt.adapters.hudilite.table.services.archival import ArchivedView, java_archive_files, plan_archive
+from dbt.adapters.hudilite.table.format.archived_timeline import ArchivedView, java_archive_files
+from dbt.adapters.hudilite.table.services.archival import plan_archive
 from dbt.adapters.hudilite.table.format.commit import SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from dbt.adapters.hudilite.table.errors import ConfigurationError, CorruptTableError
 from dbt.adapters.hudilite.table.format.file_group import FileSystemView
@@ -120,14 +121,14 @@ def test_a_block_cut_short_at_the_end_is_skipped_and_damage_is_an_error():
 
 def test_archived_instants_round_trip_through_hudis_format():
     commits = _archived_commits()
-    data = archival.archive_body(commits)
+    data = archived_timeline.archive_body(commits)
     blocks = list(log_format.decode_blocks(data))
     assert len(blocks) == 1 and blocks[0].block_type == log_format.AVRO_DATA_BLOCK
     schema = json.loads(blocks[0].header[log_format.SCHEMA])
     assert (schema["namespace"], schema["name"]) == ("org.apache.hudi.avro.model", "HoodieArchivedMetaEntry")
     assert struct.unpack(">ii", blocks[0].content[:8]) == (3, 6)  # data block version, records
 
-    entries = archival.read_hudi_archive(data)
+    entries = archived_timeline.read_hudi_archive(data)
     assert [(e.timestamp, e.action, e.state) for e in entries] == [
         (T[0], "commit", "REQUESTED"), (T[0], "commit", "INFLIGHT"), (T[0], "commit", "COMPLETED"),
         (T[1], "replacecommit", "REQUESTED"), (T[1], "replacecommit", "INFLIGHT"), (T[1], "replacecommit", "COMPLETED")]
@@ -141,11 +142,11 @@ def test_archived_instants_round_trip_through_hudis_format():
 
 
 def test_each_archival_writes_the_next_log_file_version():
-    assert archival.next_archive_name([]) == ".commits_.archive.1_1-0-1"
-    assert archival.next_archive_name([".commits_.archive.1_1-0-1", "..commits_.archive.1_1-0-1.crc",
+    assert archived_timeline.next_archive_name([]) == ".commits_.archive.1_1-0-1"
+    assert archived_timeline.next_archive_name([".commits_.archive.1_1-0-1", "..commits_.archive.1_1-0-1.crc",
                                        ".commits_.archive.9_1-0-1", "hudilite_1_2.archive.json"]) == \
         ".commits_.archive.10_1-0-1"
-    assert archival.archive_files([".commits_.archive.10_1-0-1", ".commits_.archive.2_1-0-1", "x"]) == [
+    assert archived_timeline.archive_files([".commits_.archive.10_1-0-1", ".commits_.archive.2_1-0-1", "x"]) == [
         ".commits_.archive.2_1-0-1", ".commits_.archive.10_1-0-1"]
 
 
@@ -175,24 +176,24 @@ class _Storage:
 def test_commits_archived_past_our_view_are_found_in_any_archive_file():
     storage = _Storage()
     commits = _archived_commits()
-    assert archival.write_archive(storage, commits[:1]).endswith("/.commits_.archive.1_1-0-1")
-    assert archival.write_archive(storage, commits[1:]).endswith("/.commits_.archive.2_1-0-1")
+    assert archived_timeline.write_archive(storage, commits[:1]).endswith("/.commits_.archive.1_1-0-1")
+    assert archived_timeline.write_archive(storage, commits[1:]).endswith("/.commits_.archive.2_1-0-1")
     files = sorted(storage.list_files_with_sizes(".hoodie/archived"))
-    found = archival.archived_commits(storage, files, None)
+    found = archived_timeline.archived_commits(storage, files, None)
     assert [(i.timestamp, i.action) for i, _ in found] == [(T[0], "commit"), (T[1], "replacecommit")]
-    assert [i.timestamp for i, _ in archival.archived_commits(storage, files, T[0])] == [T[1]]
+    assert [i.timestamp for i, _ in archived_timeline.archived_commits(storage, files, T[0])] == [T[1]]
     view = ArchivedView().folded(found)  # the replacecommit replaced f1: f2 and f3 are live
     assert sorted(f.file_id for f in view.files) == ["f2", "f3"] and view.through == T[1]
 
     # Our JSON archives of before read as well; a damaged Hudi archive is refused by name.
     legacy_name = f"hudilite_{T[0]}_{T[1]}.archive.json"
-    storage.files[".hoodie/archived/" + legacy_name] = archival.archive_file_body(commits)
-    legacy = archival.read_archive_file(storage, legacy_name)
+    storage.files[".hoodie/archived/" + legacy_name] = archived_timeline.archive_file_body(commits)
+    legacy = archived_timeline.read_archive_file(storage, legacy_name)
     assert [(e.timestamp, e.commit_metadata()) for e in legacy] == [
         (i.timestamp, CommitMetadata.from_json(text)) for i, text in commits]
     storage.files[".hoodie/archived/.commits_.archive.3_1-0-1"] = b"#HUDI#" + b"\x00" * 40
     with pytest.raises(CorruptTableError, match=r"\.commits_\.archive\.3_1-0-1 is unreadable"):
-        archival.archived_commits(storage, sorted(storage.list_files_with_sizes(".hoodie/archived")), None)
+        archived_timeline.archived_commits(storage, sorted(storage.list_files_with_sizes(".hoodie/archived")), None)
 
 
 def test_the_archive_lives_in_the_folder_the_table_names():
@@ -206,8 +207,8 @@ def test_the_archive_lives_in_the_folder_the_table_names():
     storage = _Storage()
     commits = _archived_commits()
     folder = archived_dir(config.archive_folder)
-    assert archival.write_archive(storage, commits, folder) == ".hoodie/history/.commits_.archive.1_1-0-1"
+    assert archived_timeline.write_archive(storage, commits, folder) == ".hoodie/history/.commits_.archive.1_1-0-1"
     storage.files[".hoodie/archived/.commits_.archive.7_1-0-1"] = b"#HUDI#" + b"\x00" * 40  # not the table's
     files = sorted(storage.list_files_with_sizes(folder))
-    found = archival.archived_commits(storage, files, None, folder)
+    found = archived_timeline.archived_commits(storage, files, None, folder)
     assert [i.timestamp for i, _ in found] == [T[0], T[1]]

@@ -400,7 +400,7 @@ def test_a_lease_lost_after_a_publish_went_out_unanswered_leaves_the_publish_in_
     import obstore
     from obstore.exceptions import GenericError
 
-    from dbt.adapters.hudilite.table.storage import lock, object_store
+    from dbt.adapters.hudilite.table.storage import object_store
 
     storage = object_store.ObjectStorage("s3://bucket/t")
     storage._publish_store = object()
@@ -414,15 +414,14 @@ def test_a_lease_lost_after_a_publish_went_out_unanswered_leaves_the_publish_in_
 
     checks = []
 
-    def check_lease(st):
+    def check_lease():
         checks.append(1)
         if len(checks) > (1 if answer_lost else 0):
             raise errors.ConcurrentWriteError("the table's lease was taken over")
 
     monkeypatch.setattr(obstore, "put", put)
-    monkeypatch.setattr(lock, "check_lease", check_lease)
     with pytest.raises(errors.ConcurrentWriteError, match="lease was taken over") as raised:
-        storage._publish(".hoodie/20261126000000000.commit", b"{}")
+        storage.publish(".hoodie/20261126000000000.commit", b"{}", ".hoodie/.hudilite/tmp", check_lease)
     assert isinstance(raised.value, OSError) is answer_lost
     assert list(landed) == (["t/.hoodie/20261126000000000.commit"] if answer_lost else [])
 

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from .statement import read_statement
 from .table import ConfigurationError, HudiTable, Storage, quote
 from .table.storage import faults
-from .table.spark.environment import is_connect
+from .table import is_connect
 from .table.storage.layout import HOODIE_DIR, LOCK_FILE, PROPERTIES_FILE
 from .table.storage.lock import TableLock
 

@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 
 from . import statement as st
 from .sql_text import strip_comments
-from .table.spark.environment import is_connect
+from .table import is_connect
 from .table import ConfigurationError, quote
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[^\s.`(),;]+)"

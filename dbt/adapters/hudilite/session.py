@@ -137,7 +137,7 @@ def connect_session(url: str, conf: Optional[Dict[str, str]] = None):
 
 def session_user(spark) -> str:
     """Who runs Spark's work: the Spark user of a classic session, this OS user over Connect."""
-    from .table.spark.environment import is_connect
+    from .table import is_connect
 
     if is_connect(spark):
         import getpass

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Set, Tuple
 
-from .table.spark.environment import is_connect
+from .table import is_connect
 from .table.errors import ConfigurationError
 
 # Kinds the router acts on, named as Spark's plan names them.

@@ -18,11 +18,12 @@ from .services.maintenance import TableServices
 from .format.schema import META_COLUMNS, quote
 from .storage.filesystem import Storage
 from .table import HudiTable
+from .spark.sessions import is_connect
 
 __all__ = [
     "CleanPlan", "CommitMetadata", "ConcurrentWriteError", "ConfigurationError", "CorruptTableError", "DataError",
     "FileSizing", "HudiTable", "HudiliteError", "Instant", "META_COLUMNS", "SchemaError", "SparkEnvironmentError", "Storage", "TableReplacedError", "TableServices",
     "TimelineError",
     "WriteStat",
-    "quote",
+    "is_connect", "quote",
 ]

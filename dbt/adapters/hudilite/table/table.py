@@ -24,7 +24,8 @@ from .services import restore as restoring
 from .services import savepoint as savepointing
 from .operations import update as updates
 from .operations import upsert as upserts
-from .services.archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, java_archive_files
+from .format.archived_timeline import java_archive_files
+from .services.archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS
 from .services.cleaner import (DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_FILE_VERSIONS, DEFAULT_RETAIN_HOURS,
                                KEEP_LATEST_COMMITS, CleanPlan, CleanPolicy)
 from .format.commit import UPSERT, CommitMetadata

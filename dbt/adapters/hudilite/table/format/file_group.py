@@ -4,7 +4,7 @@ A file group is every version of one fileId; with Copy-On-Write each version (fi
 a single base file `<fileId>_<writeToken>_<T>.parquet`. The view is built from the commit
 metadata of completed instants, never from a listing, so files of pending or failed writes
 (and anything else lying in a partition) are invisible by construction. Archived instants are
-represented by the slices they left readable (`archival.ArchivedView`).
+represented by the slices they left readable (`archived_timeline.ArchivedView`).
 """
 
 from __future__ import annotations

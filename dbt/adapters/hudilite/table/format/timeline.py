@@ -11,14 +11,15 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
-from ..services import archival
+from . import archived_timeline
 from . import avro_metadata
-from ..services.archival import ArchivedView
+from .archived_timeline import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
 from .instant import (ACTIONS, COMPLETED, INFLIGHT, REQUESTED, SAVEPOINT, Instant, instant_file_name,
                       parse_instant_file_name, to_instant_time)
 from ..errors import CorruptTableError, TimelineError
+from ..storage.lock import check_lease
 from ..storage.layout import ARCHIVED_DIR, ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
 from ..storage.filesystem import Storage
 
@@ -58,11 +59,11 @@ class Timeline:
         except FileNotFoundError:
             text = ""
         files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(self.archived_dir))
-                      if "/" not in name and archival.archive_version(name) is not None)
+                      if "/" not in name and archived_timeline.archive_version(name) is not None)
         key = (text, files)
         if key != self._archived[0]:
             view = ArchivedView.from_json(text) if text else ArchivedView()
-            newer = archival.archived_commits(self.storage, list(files), view.through, self.archived_dir) if files else []
+            newer = archived_timeline.archived_commits(self.storage, list(files), view.through, self.archived_dir) if files else []
             self._archived = (key, view.folded(newer) if newer else view)
         return self._archived[1]
 
@@ -97,7 +98,11 @@ class Timeline:
     def write_service_instant(self, instant: Instant, schema: Optional[dict] = None, record: Optional[dict] = None) -> None:
         """Write a service instant's file, by atomic rename: a plan is read back to finish the work."""
         body = b"" if schema is None else avro_metadata.encode(schema, record)
-        self.storage.write_atomic(posixpath.join(HOODIE_DIR, instant.file_name), body, TMP_DIR)
+        path = posixpath.join(HOODIE_DIR, instant.file_name)
+        if instant.is_completed:
+            self._publish(path, body)
+        else:
+            self.storage.write_atomic(path, body, TMP_DIR)
 
     def pending(self) -> List[Instant]:
         return [i for i in self.instants() if not i.is_completed]
@@ -187,7 +192,11 @@ class Timeline:
 
     def complete(self, timestamp: str, action: str, metadata: CommitMetadata) -> None:
         body = metadata.to_json(is_replace=action != "commit").encode("utf-8")
-        self.storage.write_atomic(self._path(timestamp, action, COMPLETED), body, TMP_DIR)
+        self._publish(self._path(timestamp, action, COMPLETED), body)
+
+    def _publish(self, path: str, body: bytes) -> None:
+        """A completed instant, created only if absent: never replaced (`Storage.publish`)."""
+        self.storage.publish(path, body, TMP_DIR, lambda: check_lease(self.storage))
 
     def is_published(self, timestamp: str, action: str) -> bool:
         """Whether the completed instant file exists: from then on the instant is committed."""

@@ -16,7 +16,8 @@ from typing import List, Optional, Tuple
 
 from ..storage import faults
 from ..format import properties as props
-from .archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, write_archive, check_keep, plan_archive
+from ..format.archived_timeline import write_archive
+from .archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, check_keep, plan_archive
 from .clustering import cluster
 from ..format.commit import CLUSTER
 from ..format.avro_metadata import CLEAN_METADATA, CLEANER_PLAN

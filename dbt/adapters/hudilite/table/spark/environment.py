@@ -11,6 +11,7 @@ import sys
 from typing import Optional, Set
 
 from ..errors import SparkEnvironmentError
+from .sessions import is_connect
 
 SUPPORTED_JAVA = (17, 21)  # what Spark 4 runs on
 _checked_contexts: Set[int] = set()
@@ -51,11 +52,6 @@ def check_java() -> None:
         found = f"Java {major}" if major else "an unknown Java"
         raise SparkEnvironmentError(f"Spark needs Java {SUPPORTED_JAVA[0]} or {SUPPORTED_JAVA[1]}; {java} (from {where}) "
                                     f"is {found}: install Java 17 and point JAVA_HOME at it")
-
-
-def is_connect(spark) -> bool:
-    """A Spark Connect session: Spark runs in a server, and no JVM is on this side."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def check_python_workers(spark) -> None:

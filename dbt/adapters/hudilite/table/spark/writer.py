@@ -31,7 +31,7 @@ from ..storage import faults
 from ..format.bloom import FileKeys
 from .file_sizing import TopUp
 from ..format.commit import WriteStat
-from .environment import is_connect
+from .sessions import is_connect
 from ..format.file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from ..format.keygen import PartitionFormat, VirtualKeys, seqno_array
 from ..storage.layout import TMP_DIR, marker_path, partition_metadata_path

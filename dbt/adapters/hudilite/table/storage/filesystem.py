@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from typing import List, Tuple
+from typing import Callable, List, Tuple
 
 import pyarrow.fs as pafs
 
@@ -26,12 +26,18 @@ def normalize_base_path(path: str) -> str:
 
 class Storage:
     supports_conditional_update = False  # put_if / read_versioned (object stores)
+    _kinds: List[Tuple[Callable[[str], bool], type]] = []  # (takes this URI, its Storage): see `register`
+
+    @staticmethod
+    def register(takes: Callable[[str], bool], kind: type) -> None:
+        """`Storage(uri)` gives a `kind` for each URI `takes` accepts (the object stores register
+        themselves: the package imports them)."""
+        Storage._kinds.append((takes, kind))
 
     def __new__(cls, base_path: str, *args, **kwargs):
-        if cls is Storage and "://" in base_path:
-            from .object_store import ObjectStorage, is_object_store_uri
-            if is_object_store_uri(base_path):
-                return super().__new__(ObjectStorage)
+        if cls is Storage:
+            kind = next((k for takes, k in Storage._kinds if takes(base_path)), cls)
+            return super().__new__(kind)
         return super().__new__(cls)
 
     def __init__(self, base_path: str):
@@ -100,6 +106,12 @@ class Storage:
             os.fsync(folder)
         finally:
             os.close(folder)
+
+    def publish(self, rel: str, data, tmp_dir: str, check_lease: Callable[[], None]) -> None:
+        """Write a completed instant (from then on it is committed): here by atomic rename under
+        the table's file lock, which holds as long as the process does, so `check_lease` (an
+        object store's lease may pass to another writer) has nothing to check."""
+        self.write_atomic(rel, data, tmp_dir)
 
     def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
         """Create `rel` only if it does not exist; False when another writer got there first."""

@@ -21,7 +21,7 @@ What differs from a file system, and how each method keeps the `Storage` contrac
 - Transient errors. The library retries 5xx and connection errors with exponential backoff;
   a throttling answer (503 SlowDown, 429) that still comes through is retried here too. The
   PUT that publishes a completed instant is the exception: a client without retries sends
-  each attempt once, right after the seam checked the table's lease (`_publish`).
+  each attempt once, right after the seam checked the table's lease (`publish`).
 - Settings. Nothing but the URI travels with a `Storage`: each process (the driver, every
   Spark executor) builds its own client from `configure()`d settings or the environment
   (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ALLOW_HTTP`, ...), and credentials from the
@@ -456,16 +456,12 @@ class ObjectStorage(Storage):
         self._put(rel, data)
 
     def write_atomic(self, rel: str, data, tmp_dir: str) -> None:
-        """One PUT: readers see all of it or nothing (no temporary object, no copy). A completed
-        timeline instant is created only if absent: it is never replaced."""
-        if _is_completed_instant(rel):
-            self._publish(rel, bytes(data) if not isinstance(data, bytes) else data)
-            return
+        """One PUT: readers see all of it or nothing (no temporary object, no copy)."""
         self._put(rel, data)
 
-    def _publish(self, rel: str, data: bytes) -> None:
-        """The completed instant: a create-if-absent PUT, each attempt right after a check that
-        the lease is still ours (`lock.check_lease`), sent once by a client without automatic
+    def publish(self, rel: str, data, tmp_dir: str, check_lease: Callable[[], None]) -> None:
+        """A completed instant: a create-if-absent PUT, never a replacement, each attempt right
+        after `check_lease()` says the lease is still ours, sent once by a client without automatic
         retries. A client that retried by itself could deliver the PUT up to its retry timeout
         (minutes) after the check, beyond the lease's margin. A transient failure is retried
         here, with a new check first; an attempt refused because the object exists is either an
@@ -473,13 +469,13 @@ class ObjectStorage(Storage):
         import obstore
         from obstore.exceptions import GenericError
 
-        from .lock import check_lease
+        data = bytes(data) if not isinstance(data, bytes) else data
         self.verify_conditional_puts()
         pause = 0.2
         sent = False  # an attempt went out and no answer says it was not applied
         for attempt in range(PUBLISH_ATTEMPTS):
             try:
-                check_lease(self)  # publishing under a lease that may have passed to another writer: refuse
+                check_lease()  # publishing under a lease that may have passed to another writer: refuse
             except ConcurrentWriteError as err:
                 if sent:
                     raise PublishInDoubt(f"{err}; an earlier attempt to publish {self.uri(rel)} may still land") from err
@@ -706,10 +702,4 @@ def _first_line(err: Exception) -> str:
     return str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
 
 
-def _is_completed_instant(rel: str) -> bool:
-    from ..format.instant import COMPLETED, parse_instant_file_name
-    from .layout import HOODIE_DIR
-    if posixpath.dirname(rel) != HOODIE_DIR:
-        return False
-    instant = parse_instant_file_name(posixpath.basename(rel))
-    return instant is not None and instant.state == COMPLETED
+Storage.register(lambda uri: "://" in uri and is_object_store_uri(uri), ObjectStorage)
