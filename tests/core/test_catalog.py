@@ -3,7 +3,7 @@
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.catalog import StorageCatalog
-from dbt.adapters.hudilite.dml import run_statement
+from dbt.adapters.hudilite.sql.dml import run_statement
 from dbt.adapters.hudilite.table import HudiTable
 
 
@@ -50,7 +50,7 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
 
     import pytest
 
-    from dbt.adapters.hudilite.dml import route_statement
+    from dbt.adapters.hudilite.sql.dml import route_statement
     from dbt.adapters.hudilite.table import ConfigurationError
     from tests.core.hudi_rs import assert_hudi_rs_agrees
 
@@ -118,9 +118,9 @@ def test_every_sql_write_to_a_hudilite_table_goes_through_the_core_or_is_refused
 def test_the_text_reader_of_spark_connect_agrees_with_sparks_parser(spark):
     """Over Spark Connect statements are read from their text: for every shape the router acts
     on, the text gives the same kind, target and parts as Spark's parser, and at least its names."""
-    from dbt.adapters.hudilite import statement as st
-    from dbt.adapters.hudilite.spark_plan import statement_from_plan
-    from dbt.adapters.hudilite.sql_text import statement_from_text
+    from dbt.adapters.hudilite.sql import statement as st
+    from dbt.adapters.hudilite.sql.plan_reader import statement_from_plan
+    from dbt.adapters.hudilite.sql.text_reader import statement_from_text
     from tests.unit.test_sql_text import CASES
 
     extra = ["insert into t partition (p = 'x') select 1", "insert into s.t by name select 1 as id",

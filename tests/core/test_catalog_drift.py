@@ -8,7 +8,7 @@ import os
 import pytest
 
 from dbt.adapters.hudilite.catalog import StorageCatalog
-from dbt.adapters.hudilite.dml import run_statement
+from dbt.adapters.hudilite.sql.dml import run_statement
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable
 
 
@@ -119,8 +119,8 @@ def test_a_script_that_only_reads_hudilite_tables_runs(spark, lake):
 def test_the_text_reader_refuses_scripts_too():
     """Over Spark Connect a script is read from its text: any statement in it that may write
     makes every name in it a target; EXECUTE IMMEDIATE makes its target unknown."""
-    from dbt.adapters.hudilite import statement as st
-    from dbt.adapters.hudilite.sql_text import statement_from_text
+    from dbt.adapters.hudilite.sql import statement as st
+    from dbt.adapters.hudilite.sql.text_reader import statement_from_text
 
     for sql in ["BEGIN DROP TABLE s.pages; CREATE TABLE s.pages AS SELECT 1 AS id; END",
                 "lbl: BEGIN CREATE OR REPLACE TABLE s.pages AS SELECT 1 AS id; END",

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from dbt.adapters.hudilite.catalog import StorageCatalog
-from dbt.adapters.hudilite.dml import run_statement
+from dbt.adapters.hudilite.sql.dml import run_statement
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable
 
 
@@ -100,7 +100,7 @@ def test_a_long_script_is_read_whole_every_time(spark):
     """The script reader walked the plan by Python proxy ids; a freed proxy's id, reused by the
     next, made it skip nodes at random, so a script's INSERT in a branch went unseen and reached
     Spark's writer (the CI corpus caught one in about 1,900 statements)."""
-    from dbt.adapters.hudilite.spark_plan import statement_from_plan
+    from dbt.adapters.hudilite.sql.plan_reader import statement_from_plan
 
     tables = [f"rs.t{i}" for i in range(40)]
     script = "BEGIN " + " ".join(f"IF {i} > 0 THEN INSERT INTO {t} VALUES (1); END IF;"

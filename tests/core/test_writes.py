@@ -363,7 +363,7 @@ def test_odd_partition_values_are_written_and_read_back_everywhere(spark, tmp_pa
     expected = sorted([(i, v) for i, v in rows if v not in ("x[1]", None, "")] + [(100, "x[1]"), (101, None)],
                       key=lambda r: r[0])
     assert sorted(((r.id, r.p) for r in table.read().collect()), key=lambda r: r[0]) == expected
-    from dbt.adapters.hudilite.dml import run_statement
+    from dbt.adapters.hudilite.sql.dml import run_statement
 
     catalog = StorageCatalog(spark, str(root))
     assert run_statement(catalog, "select count(*) from odd.t").first()[0] == len(expected)

@@ -352,7 +352,7 @@ class Corpus:
         assert len(table.latest_base_files()) == (1 if part is None else 3), name
 
     def sql(self, text: str):
-        from dbt.adapters.hudilite.dml import run_statement
+        from dbt.adapters.hudilite.sql.dml import run_statement
 
         return run_statement(self.catalog, text)
 

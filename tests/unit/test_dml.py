@@ -2,7 +2,7 @@
 
 import pytest
 
-from dbt.adapters.hudilite.dml import parse_delete, parse_update, split_top_level
+from dbt.adapters.hudilite.sql.dml import parse_delete, parse_update, split_top_level
 
 
 def test_update_assignments_and_where():
@@ -28,7 +28,7 @@ def test_delete():
 
 
 def test_comments_anywhere_outside_quotes_are_not_part_of_the_statement():
-    from dbt.adapters.hudilite.dml import strip_comments
+    from dbt.adapters.hudilite.sql.dml import strip_comments
 
     sql = "-- insert two rows\n/* and a block */\n  update /* x */ s.t set a = '--not a comment' -- tail\n where b = 1"
     assert " ".join(strip_comments(sql).split()) == "update s.t set a = '--not a comment' where b = 1"

@@ -2,9 +2,9 @@
 
 import pytest
 
-from dbt.adapters.hudilite import statement as st
-from dbt.adapters.hudilite.dml import route_statement
-from dbt.adapters.hudilite.sql_text import names_in, statement_from_text, tokens
+from dbt.adapters.hudilite.sql import statement as st
+from dbt.adapters.hudilite.sql.dml import route_statement
+from dbt.adapters.hudilite.sql.text_reader import names_in, statement_from_text, tokens
 from dbt.adapters.hudilite.table import ConfigurationError
 
 # One statement per line shape the router acts on, with what the text says it is:
@@ -204,8 +204,8 @@ def test_execute_immediate_is_read_in_its_parts():
 
 def test_strings_as_spark_lexes_them():
     """Spark 4 reads `''` inside a literal as a quote (the reader cut `'it''s'` in two)."""
-    from dbt.adapters.hudilite.sql_text import string_value
-    from dbt.adapters.hudilite.statement import bind_parameters
+    from dbt.adapters.hudilite.sql.text_reader import string_value
+    from dbt.adapters.hudilite.sql.reader import bind_parameters
 
     assert [t.text for t in tokens("select 'it''s', \"a\"\"b\"")] == ["select", "'it''s'", ",", '"a""b"']
     assert [string_value(t) for t in ["'it''s'", "'a\\'b'", "'a\\nb'", "r'a\\n'", "'\\u0041'"]] == [

@@ -26,10 +26,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .statement import read_statement
-from .table import ConfigurationError, HudiTable, Storage, quote
+from .sql.reader import read_statement
+from .table import ConfigurationError, HudiTable, Storage, is_connect, quote
 from .table.storage import faults
-from .table import is_connect
 from .table.storage.layout import HOODIE_DIR, LOCK_FILE, PROPERTIES_FILE
 from .table.storage.lock import TableLock
 

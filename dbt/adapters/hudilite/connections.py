@@ -18,7 +18,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .catalog import StorageCatalog
 from .credentials import HudiliteCredentials
-from .dml import run_statement
+from .sql.dml import run_statement
 from .object_store_settings import configure_process
 from .session import connect_session, spark_session
 from .table import HudiliteError

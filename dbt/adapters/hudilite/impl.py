@@ -24,7 +24,7 @@ from . import materialize as m
 from .catalog import StorageCatalog
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
-from .dml import run_statement
+from .sql.dml import run_statement
 from .object_store_settings import configure_process
 from .python_model import run_python_model
 from .relation import HudiliteRelation

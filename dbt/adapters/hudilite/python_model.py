@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from dbt_common.exceptions import DbtRuntimeError
 
 from .catalog import StorageCatalog
-from .dml import run_statement
+from .sql.dml import run_statement
 from .table import ConfigurationError
 
 

@@ -27,9 +27,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import statement as st
-from .sql_text import strip_comments
-from .table import is_connect
-from .table import ConfigurationError, quote
+from .reader import read_statement
+from .text_reader import strip_comments
+from ..table import ConfigurationError, is_connect, quote
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[^\s.`(),;]+)"
 _TARGET = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
@@ -124,7 +124,7 @@ def run_statement(catalog, sql: str) -> DataFrame:
     """Run one statement of a connection or a model: the hudilite tables and views it names
     are registered as of now, a write to one is carried out by the core (or refused), and
     everything else is Spark's."""
-    statement = st.read_statement(catalog.spark, sql)
+    statement = read_statement(catalog.spark, sql)
     if statement is not None:
         # the tables it writes too: a remembered view or a table not yet registered must hold its
         # name in Spark's catalog before Spark runs a CREATE of that name
@@ -147,7 +147,7 @@ def route_statement(catalog, sql: str, statement: Optional[st.Statement] = None)
     table and return an empty result; refuse what the core cannot do; None when the statement
     is not for hudilite and Spark should run it."""
     spark = catalog.spark
-    statement = statement or st.read_statement(spark, sql)
+    statement = statement or read_statement(spark, sql)
     if statement is None:
         return None
     if statement.kind == st.EXECUTE_IMMEDIATE and statement.inner is not None and not (statement.explain or

@@ -1,8 +1,8 @@
-"""What a SQL statement does to the tables it names, read once, whoever parses it.
+"""Reading a statement, whoever parses it.
 
-A classic SparkSession reads statements with Spark's own parser (`spark_plan`); a Spark
+A classic SparkSession reads statements with Spark's own parser (`plan_reader`); a Spark
 Connect session has no parser on the client, so its statements are read from their text
-(`sql_text`). Both give a `Statement`, and one router (`dml`) acts on it.
+(`text_reader`). Both give a `Statement`, and one router (`dml`) acts on it.
 
 Two things Spark resolves only when it runs a statement are resolved here first, the same
 way in both modes, by evaluating what Spark would evaluate (constant expressions and session
@@ -16,55 +16,12 @@ variables, in a `SELECT` that changes nothing):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Set, Tuple
+from typing import List, Optional, Tuple
 
-from .table import is_connect
-from .table.errors import ConfigurationError
-
-# Kinds the router acts on, named as Spark's plan names them.
-INSERT = "InsertIntoStatement"
-UPDATE = "UpdateTable"
-DELETE = "DeleteFromTable"
-CREATE_AS_SELECT = "CreateTableAsSelect"
-REPLACE_AS_SELECT = "ReplaceTableAsSelect"
-MULTI_INSERT = "MultiInsert"  # FROM s INSERT INTO a ... INSERT INTO b ...: refused on a hudilite table
-QUERY = "Query"  # anything that changes no table: reads, DESCRIBE, SHOW, USE, SET, ...
-EXECUTE_IMMEDIATE = "EXECUTE IMMEDIATE"  # `inner` is the statement it runs
-RENAME = "RENAME"  # ALTER TABLE/VIEW t RENAME TO `new_name`
-DROP_VIEW = "DROP VIEW"
-DROP_TABLE = "DROP TABLE"
-SCRIPT = "SQL SCRIPT"  # BEGIN ... END: `more_targets` holds every table a statement in it writes
-
-
-@dataclass
-class Statement:
-    kind: str
-    # Every table or view name it reads or acts on, as written (CTE names may be among them).
-    names: Set[Tuple[str, ...]] = field(default_factory=set)
-    target: Optional[List[str]] = None  # the table it writes or changes the entry of
-    more_targets: List[List[str]] = field(default_factory=list)  # `FROM s INSERT INTO a ... INSERT INTO b ...`
-    writes: bool = False  # it would change `target`'s rows or its catalog entry
-    description: str = ""  # what a refusal calls it: "MERGE INTO", "TRUNCATE TABLE", ...
-    with_before: bool = False  # `WITH ... INSERT`: the CTEs sit before the write
-    alias: Optional[str] = None  # UPDATE / DELETE FROM t [AS] alias
-    overwrite: bool = False  # INSERT OVERWRITE
-    by_name: bool = False  # INSERT ... BY NAME
-    columns: List[str] = field(default_factory=list)  # INSERT INTO t (columns)
-    partition_clause: bool = False  # INSERT ... PARTITION (...)
-    provider: Optional[str] = None  # CREATE TABLE ... USING provider
-    if_not_exists: bool = False
-    placement: bool = False  # CREATE TABLE with PARTITIONED BY, LOCATION, OPTIONS or TBLPROPERTIES
-    query: Optional[Callable[[], object]] = None  # the rows an INSERT or CREATE ... AS writes (a DataFrame)
-    new_name: Optional[List[str]] = None  # ALTER ... RENAME TO: the new name
-    text: Optional[str] = None  # the text read: the statement with each IDENTIFIER(...) replaced by its name
-    unknown_target: Optional[str] = None  # it may write a table no reading can name: why (refused)
-    # EXECUTE IMMEDIATE: its statement's expression and USING values ((name or None, SQL)), read from the text
-    immediate: Optional[Tuple[str, List[Tuple[Optional[str], str]]]] = None
-    inner: Optional["Statement"] = None  # the statement an EXECUTE IMMEDIATE runs, as read
-    inner_sql: Optional[str] = None  # its text, USING values bound
-    explain: bool = False  # EXPLAIN EXECUTE IMMEDIATE: Spark runs the statement while it explains it
-    into: bool = False  # EXECUTE IMMEDIATE ... INTO variables
+from .text_reader import pieces_of, significant, statement_from_text, string_value, tokens
+from .plan_reader import statement_from_plan
+from .statement import EXECUTE_IMMEDIATE, Statement
+from ..table import ConfigurationError, is_connect
 
 
 _MAX_DEPTH = 8  # EXECUTE IMMEDIATE of an EXECUTE IMMEDIATE of ...
@@ -73,17 +30,13 @@ _MAX_DEPTH = 8  # EXECUTE IMMEDIATE of an EXECUTE IMMEDIATE of ...
 def read_statement(spark, sql: str, depth: int = 0) -> Optional[Statement]:
     """The statement `sql` is, or None when it cannot be read (Spark then reports its own
     error when it runs it)."""
-    from . import sql_text
-
     text = expand_identifiers(spark, sql)
     if is_connect(spark):
-        found = sql_text.statement_from_text(text, spark.sql, lambda: double_quoted_identifiers(spark))
+        found = statement_from_text(text, spark.sql, lambda: double_quoted_identifiers(spark))
     else:
-        from .spark_plan import statement_from_plan
-
         found = statement_from_plan(spark, text)
         if found is not None and found.kind == EXECUTE_IMMEDIATE:  # its parts, from the text
-            parts = sql_text.statement_from_text(text, spark.sql)
+            parts = statement_from_text(text, spark.sql)
             if parts is None or parts.immediate is None:
                 raise ConfigurationError(f"cannot read this EXECUTE IMMEDIATE statement: {sql.strip()[:200]}")
             found.immediate, found.into = parts.immediate, parts.into
@@ -119,8 +72,6 @@ def expand_identifiers(spark, sql: str) -> str:
     reads the value as a dotted name), so that every reading sees the table it names."""
     if "identifier" not in sql.lower():
         return sql
-    from .sql_text import pieces_of, significant
-
     pieces = pieces_of(sql)
     keep = significant(pieces)
     out, last, j = [], 0, 0
@@ -149,8 +100,6 @@ def expand_identifiers(spark, sql: str) -> str:
 
 def _identifier_value(spark, expression: str, pieces, inside) -> str:
     if len(inside) == 1 and pieces[inside[0]][0] == "string" and pieces[inside[0]][1].startswith("'"):
-        from .sql_text import string_value
-
         return string_value(pieces[inside[0]][1])
     value = evaluate(spark, f"CAST(({expression}) AS STRING)", f"IDENTIFIER({expression.strip()})")
     if value is None:
@@ -160,8 +109,6 @@ def _identifier_value(spark, expression: str, pieces, inside) -> str:
 
 def name_parts(spark, value: str) -> List[str]:
     """The parts of a dotted name as Spark reads IDENTIFIER's string: `a.b`, `` `a.b`.c ``."""
-    from .sql_text import tokens
-
     toks = tokens(value)
     parts: List[str] = []
     for i, token in enumerate(toks):
@@ -208,8 +155,6 @@ def _read_immediate(spark, found: Statement, depth: int) -> None:
 
 
 def _statement_text(spark, expression: str) -> Optional[str]:
-    from .sql_text import pieces_of, significant, string_value
-
     pieces = pieces_of(expression)
     keep = significant(pieces)
     if len(keep) == 1 and pieces[keep[0]][0] == "string" and pieces[keep[0]][1].startswith("'"):
@@ -260,8 +205,6 @@ def bind_parameters(sql: str, values: List[Tuple[Optional[str], str]]) -> str:
     """`sql` with its parameter markers (`?` in turn, `:name`) replaced by the values bound to them."""
     if not values:
         return sql
-    from .sql_text import pieces_of
-
     positional = [v for n, v in values if n is None]
     named = {n.lower(): v for n, v in values if n is not None}
     pieces = pieces_of(sql)
