@@ -191,7 +191,7 @@ def rebuilds(spark, events, HudiTable, root: str) -> dict:
     import subprocess
     import time
 
-    from dbt.adapters.hudilite.catalog import StorageCatalog
+    from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
     from dbt.adapters.hudilite.table import Storage
     out = {}
     catalog = StorageCatalog(spark, root)
@@ -199,7 +199,7 @@ def rebuilds(spark, events, HudiTable, root: str) -> dict:
         name = f"t_{cut}"
         old = HudiTable.create(spark, catalog.table_path("a", name), name, partition_by="region", record_key="event_id")
         old.insert(events(range(0, 6)))
-        new = HudiTable.create(spark, catalog.rebuild_path("a", name), name, record_key="event_id")
+        new = HudiTable.create(spark, catalog.swaps.rebuild_path("a", name), name, record_key="event_id")
         instant = new.insert(events(range(10, 14)))
         if cut == "none":
             catalog.swap_in("a", name, instant)

@@ -12,15 +12,12 @@ import sys
 
 
 def main(root: str, schema: str, name: str, instant: str) -> None:
-    from dbt.adapters.hudilite.catalog import StorageCatalog
+    from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
     from dbt.adapters.hudilite.table.storage import lock
 
-    class SwapWithoutSpark(StorageCatalog):
-        def _drop_entry(self, schema: str, name: str) -> None:
-            pass  # no Spark session here, so no catalog entry to drop
-
     lock.TableLock.__init__.__defaults__ = (lock.WAIT_S, 3.0, 0.3)  # wait_s, lease_s, renew_s
-    SwapWithoutSpark(None, root).swap_in(schema, name, instant)
+    catalog = StorageCatalog(None, root)
+    catalog.swaps.swap_in(schema, name, instant, drop_entry=lambda: None)  # no Spark here: no entry to drop
     print("NOT KILLED", flush=True)
 
 

@@ -2,7 +2,7 @@
 
 from pyspark.sql import functions as F
 
-from dbt.adapters.hudilite.catalog import StorageCatalog
+from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
 from dbt.adapters.hudilite.sql.dml import run_statement
 from dbt.adapters.hudilite.table import HudiTable
 
@@ -197,7 +197,7 @@ def _rebuild(spark, catalog, name):
     schema = "id long, p string"
     old = HudiTable.create(spark, catalog.table_path("a", name), name, partition_by="p")
     old.insert(spark.createDataFrame([(1, "x"), (2, "y"), (3, "x")], schema))
-    staged = HudiTable.create(spark, catalog.rebuild_path("a", name), name)
+    staged = HudiTable.create(spark, catalog.swaps.rebuild_path("a", name), name)
     return old, staged.insert(spark.createDataFrame([(10, "x"), (11, "y")], schema))
 
 
@@ -249,7 +249,7 @@ def test_a_swap_cut_short_is_finished_by_the_next_look_or_the_next_rebuild(spark
 
     catalog = StorageCatalog(spark, str(tmp_path))
     for name, finish in (("by_look", lambda c: c.open("a", "by_look")),
-                         ("by_rebuild", lambda c: c.rebuild_path("a", "by_rebuild"))):
+                         ("by_rebuild", lambda c: c.swaps.rebuild_path("a", "by_rebuild"))):
         _, instant = _rebuild(spark, catalog, name)
         monkeypatch.setattr(faults, "reach", cut)
         with pytest.raises(Cut):

@@ -5,7 +5,7 @@ or stored as NULL)."""
 
 import pytest
 
-from dbt.adapters.hudilite.catalog import StorageCatalog
+from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
 from dbt.adapters.hudilite.sql.dml import run_statement, store_assignable
 from dbt.adapters.hudilite.table import HudiTable
 from tests.core.hudi_rs import assert_hudi_rs_agrees

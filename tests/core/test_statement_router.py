@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from dbt.adapters.hudilite.catalog import StorageCatalog
+from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
 from dbt.adapters.hudilite.sql.dml import run_statement
 from dbt.adapters.hudilite.table import ConfigurationError, HudiTable
 

@@ -353,7 +353,7 @@ ODD_PARTITION_VALUES = ["x[1]", "a*b", "{a}", "?", "k=v", "50%", "%41", "a b", "
 def test_odd_partition_values_are_written_and_read_back_everywhere(spark, tmp_path):
     """Glob characters, '=', '%', spaces, non-ASCII, null and empty (Hudi's default partition)
     commit and read back through the core, the catalog's SQL and hudi-rs (issue 12, defect 6)."""
-    from dbt.adapters.hudilite.catalog import StorageCatalog
+    from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
 
     root = tmp_path / "lakehouse"
     table = HudiTable.create(spark, str(root / "odd" / "t"), "t", partition_by="p")

@@ -318,7 +318,7 @@ def _message(err: BaseException) -> str:
 
 class Corpus:
     def __init__(self, spark, folder: str, mode: str):
-        from dbt.adapters.hudilite.catalog import StorageCatalog
+        from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
 
         self.spark, self.mode = spark, mode
         self.root = os.path.join(folder, "lake")

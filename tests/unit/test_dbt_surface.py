@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.hudilite.catalog import StorageCatalog
+from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
 from dbt.adapters.hudilite.column import HudiliteColumn
 from dbt.adapters.hudilite.python_model import as_spark_dataframe
 

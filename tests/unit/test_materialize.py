@@ -2,7 +2,7 @@ import pytest
 
 from dbt.adapters.hudilite import materialize as m
 from dbt.adapters.hudilite.table import FileSizing, TableServices
-from dbt.adapters.hudilite.catalog import snapshot_glob
+from dbt.adapters.hudilite.catalog.spark_entries import snapshot_glob
 
 
 def config(**kw):
@@ -247,7 +247,7 @@ def test_a_conflicting_write_is_retried_as_configured():
 @pytest.mark.parametrize("schema, name", [("..", "t"), ("s", ".."), ("s", "a/b"), ("/etc", "t"), ("", "t"),
                                           ("s", ""), ("s", ".hudilite_views"), ("c:", "t"), ("s", "a\\b")])
 def test_names_that_would_leave_their_folder_are_refused_before_any_path_is_built(tmp_path, schema, name):
-    from dbt.adapters.hudilite.catalog import StorageCatalog
+    from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
     from dbt.adapters.hudilite.table import ConfigurationError
 
     root = tmp_path / "lakehouse"

@@ -130,7 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         spark = None
     if args.command == "tables":
-        from .catalog import StorageCatalog
+        from .catalog.storage_catalog import StorageCatalog
 
         catalog = StorageCatalog(spark, args.root)
         tables = [table_summary(schema, name, catalog.open(schema, name))

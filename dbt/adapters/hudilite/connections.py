@@ -16,7 +16,7 @@ from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
-from .catalog import StorageCatalog
+from .catalog.storage_catalog import StorageCatalog
 from .credentials import HudiliteCredentials
 from .sql.dml import run_statement
 from .object_store_settings import configure_process

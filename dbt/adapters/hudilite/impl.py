@@ -21,7 +21,7 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
 from . import materialize as m
-from .catalog import StorageCatalog
+from .catalog.storage_catalog import StorageCatalog
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .sql.dml import run_statement
@@ -289,7 +289,7 @@ class HudiliteAdapter(SparkAdapter):
             catalog.drop_table(schema, name)  # no commit: nothing to keep
             table = None
         if plan.operation == m.CREATE and (table is None or beside):
-            path = catalog.rebuild_path(schema, name) if beside else catalog.table_path(schema, name)
+            path = catalog.swaps.rebuild_path(schema, name) if beside else catalog.table_path(schema, name)
             try:
                 table = HudiTable.create(catalog.spark, path, name,
                                          partition_by=plan.partition_by, record_key=plan.record_key,
@@ -303,7 +303,7 @@ class HudiliteAdapter(SparkAdapter):
             instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df, constraints, config.name))
         except Exception as err:
             if beside:
-                catalog.discard_rebuild(schema, name)
+                catalog.swaps.discard(schema, name)
             elif plan.operation == m.CREATE:  # a failed first build leaves no table behind
                 catalog.drop_table(schema, name)
             raise _dbt_error(config, err) from None

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from .catalog import StorageCatalog
+from .catalog.storage_catalog import StorageCatalog
 from .sql.dml import run_statement
 from .table import ConfigurationError
 
