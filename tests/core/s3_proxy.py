@@ -4,7 +4,7 @@ chosen requests with an S3 error instead of relaying them.
 
 Point a client at `proxy.url` instead of the server: the core's obstore clients through
 `AWS_ENDPOINT_URL` (set before Spark starts, so its Python tasks inherit it) or
-`object_store.configure`, Spark's S3A through `fs.s3a.endpoint`. Request bodies sent with a
+`object_store_client.configure`, Spark's S3A through `fs.s3a.endpoint`. Request bodies sent with a
 Content-Length, chunked (`Transfer-Encoding: chunked`) or after `Expect: 100-continue` are
 relayed whole, so multipart uploads pass through.
 """

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import obstore
-from dbt.adapters.hudilite.table.storage import object_store
+from dbt.adapters.hudilite.table.storage import object_store, object_store_client
 from dbt.adapters.hudilite.table.errors import ConcurrentWriteError
 from dbt.adapters.hudilite.table.storage.layout import LOCK_FILE, WRITERS_DIR, writer_path
 from dbt.adapters.hudilite.table.storage.lock import TableLock
@@ -53,7 +53,7 @@ def s3(s3_server):
     env = dict(CREDENTIALS, AWS_ENDPOINT_URL=s3_server, AWS_ALLOW_HTTP="true")
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    object_store._stores.clear()
+    object_store_client._stores.clear()
     import boto3
     boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket=BUCKET)
     yield s3_server
@@ -62,7 +62,7 @@ def s3(s3_server):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-    object_store._stores.clear()
+    object_store_client._stores.clear()
 
 
 @pytest.fixture
@@ -123,12 +123,21 @@ def test_a_claim_made_between_listing_and_put_moves_the_writer_to_the_next_time(
 
 
 def test_completed_instant_is_one_create_if_absent_put_never_replaced(table_uri):
+    from dbt.adapters.hudilite.table.format.commit import CommitMetadata
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+
     storage = Storage(table_uri)
     path = ".hoodie/20260101000000001.commit"
-    storage.write_atomic(path, b'{"a": 1}', ".hoodie/.hudilite/tmp")
-    storage.write_atomic(path, b'{"a": 1}', ".hoodie/.hudilite/tmp")  # the same bytes again: a retried publish
+    publish = lambda data: storage.publish(path, data, ".hoodie/.hudilite/tmp", lambda: None)  # noqa: E731
+    publish(b'{"a": 1}')
+    publish(b'{"a": 1}')  # the same bytes again: a retried publish
     with pytest.raises(ObjectStoreError, match="never replaced"):
-        storage.write_atomic(path, b'{"a": 2}', ".hoodie/.hudilite/tmp")
+        publish(b'{"a": 2}')
+    assert storage.read_bytes(path) == b'{"a": 1}'
+    # the timeline publishes every completed instant so, a commit's and a service's alike
+    timeline = Timeline(storage)
+    with pytest.raises(ObjectStoreError, match="never replaced"):
+        timeline.complete("20260101000000001", "commit", CommitMetadata("insert"))
     assert storage.read_bytes(path) == b'{"a": 1}'
     storage.write_atomic(".hoodie/.hudilite/clean.json", b"1", ".hoodie/.hudilite/tmp")
     storage.write_atomic(".hoodie/.hudilite/clean.json", b"2", ".hoodie/.hudilite/tmp")  # state files are replaced
@@ -322,11 +331,11 @@ def test_tasks_keep_the_drivers_addressing_style(monkeypatch):
     monkeypatch.setattr(obstore.store, "S3Store", lambda bucket, config, **kw: built.update(config) or object())
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "true")
-    object_store._build_store("s3", "b", {})
+    object_store_client._build_store("s3", "b", {})
     assert built["virtual_hosted_style_request"] is True
     monkeypatch.delenv("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
     built.clear()
-    object_store._build_store("s3", "b", {})
+    object_store_client._build_store("s3", "b", {})
     assert built["virtual_hosted_style_request"] is False  # an S3-compatible endpoint: path style
 
 
@@ -355,19 +364,23 @@ def test_each_publish_attempt_follows_its_own_lease_check_the_client_never_retri
     from dbt.adapters.hudilite.table.storage import lock
     proxy = S3Proxy(s3)
     uri = f"s3://{BUCKET}/proxied-{uuid.uuid4().hex[:8]}"
-    object_store.configure(uri, endpoint=proxy.url, allow_http=True)
+    object_store_client.configure(uri, endpoint=proxy.url, allow_http=True)
     try:
         storage = Storage(uri)
-        checks, real_check = [], lock.check_lease
-        monkeypatch.setattr(lock, "check_lease", lambda st: (checks.append(len(_commit_puts(proxy))), real_check(st))[1])
+        checks = []
+
+        def check():
+            checks.append(len(_commit_puts(proxy)))
+            lock.check_lease(storage)
+
         # Two transient failures: three attempts, each right after its own check.
         _slow_down_commits(proxy, 2)
-        storage.write_atomic(".hoodie/20260101000000001.commit", b'{"a": 1}', ".hoodie/.hudilite/tmp")
+        storage.publish(".hoodie/20260101000000001.commit", b'{"a": 1}', ".hoodie/.hudilite/tmp", check)
         assert len(_commit_puts(proxy)) == 3 and checks == [0, 1, 2]
         assert storage.read_bytes(".hoodie/20260101000000001.commit") == b'{"a": 1}'
 
         # The lease is found lost before the second attempt: nothing more is sent, nothing published.
-        def lost_after_the_first(st):
+        def lost_after_the_first():
             checks.append(len(_commit_puts(proxy, mark)))
             if len(checks) > 1:
                 raise ConcurrentWriteError("the table's lease was taken over")
@@ -375,14 +388,14 @@ def test_each_publish_attempt_follows_its_own_lease_check_the_client_never_retri
         checks.clear()
         mark = proxy.mark()
         _slow_down_commits(proxy, 1)
-        monkeypatch.setattr(lock, "check_lease", lost_after_the_first)
         with pytest.raises(ConcurrentWriteError, match="lease"):
-            storage.write_atomic(".hoodie/20260101000000002.commit", b'{"a": 2}', ".hoodie/.hudilite/tmp")
+            storage.publish(".hoodie/20260101000000002.commit", b'{"a": 2}', ".hoodie/.hudilite/tmp",
+                            lost_after_the_first)
         assert len(_commit_puts(proxy, mark)) == 1 and checks == [0, 1]
         assert not storage.exists(".hoodie/20260101000000002.commit")
     finally:
-        object_store._settings.pop(uri, None)
-        object_store._stores.clear()
+        object_store_client._settings.pop(uri, None)
+        object_store_client._stores.clear()
         proxy.close()
 
 
@@ -409,7 +422,7 @@ def test_no_permission_to_write_is_one_clear_error_naming_the_location_and_leave
     proxy = S3Proxy(s3)
     prefix = f"denied-{uuid.uuid4().hex[:8]}"
     uri = f"s3://{BUCKET}/{prefix}"
-    object_store.configure(uri, endpoint=proxy.url, allow_http=True)
+    object_store_client.configure(uri, endpoint=proxy.url, allow_http=True)
     try:
         table = HudiTable.create(spark, f"{uri}/events", "events", record_key="id")  # while writes were allowed
         before = _keys(s3, prefix)
@@ -440,8 +453,8 @@ def test_no_permission_to_write_is_one_clear_error_naming_the_location_and_leave
         assert refused and not [r for r in refused if r.method == "PUT" and prefix not in r.path]
         assert _keys(s3, prefix) == before  # nothing left behind
     finally:
-        object_store._settings.pop(uri, None)
-        object_store._stores.clear()
+        object_store_client._settings.pop(uri, None)
+        object_store_client._stores.clear()
         proxy.close()
 
 
@@ -488,7 +501,7 @@ def test_the_counting_proxy_relays_multipart_and_chunked_uploads_and_counts_them
     import http.client
     proxy = S3Proxy(s3)
     uri = f"s3://{BUCKET}/counted-{uuid.uuid4().hex[:8]}"
-    object_store.configure(uri, endpoint=proxy.url, allow_http=True)
+    object_store_client.configure(uri, endpoint=proxy.url, allow_http=True)
     try:
         storage = Storage(uri)
         payload = os.urandom(40 * 1024 * 1024)
@@ -519,8 +532,8 @@ def test_the_counting_proxy_relays_multipart_and_chunked_uploads_and_counts_them
         assert [r.client for r in proxy.since() if r.kind == "PUT"][-1] == "other"
         assert {r.client for r in proxy.since() if r.path.endswith("big.bin")} == {"obstore"}
     finally:
-        object_store._settings.pop(uri, None)
-        object_store._stores.clear()
+        object_store_client._settings.pop(uri, None)
+        object_store_client._stores.clear()
         proxy.close()
 
 
@@ -581,8 +594,10 @@ def test_a_holder_that_lost_its_lease_publishes_nothing(table_uri):
     thread.start()
     try:
         assert taken.wait(25)
-        with pytest.raises(ConcurrentWriteError, match="lease"):
-            storage.write_atomic(".hoodie/20260101000000001.commit", b"{}", ".hoodie/.hudilite/tmp")
+        from dbt.adapters.hudilite.table.format.commit import CommitMetadata
+        from dbt.adapters.hudilite.table.format.timeline import Timeline
+        with pytest.raises(ConcurrentWriteError, match="lease"):  # the timeline publishes after a check of the lease
+            Timeline(storage).complete("20260101000000001", "commit", CommitMetadata("insert"))
         assert not storage.exists(".hoodie/20260101000000001.commit")
         stalled.__exit__(None, None, None)  # its release is refused: the taker's lease stays
         lease = json.loads(storage.read_bytes(LOCK_FILE))

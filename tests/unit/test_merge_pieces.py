@@ -1,10 +1,10 @@
-"""A file group's stored slice merged piece by piece (`upsert.merge_pieces`) gives what the merge
+"""A file group's stored slice merged piece by piece (`merge.merge_pieces`) gives what the merge
 of the whole slice gives (`reference_merge`, row by row), with the slice cut anywhere: a worker
 holds one piece and the batch's rows, not the whole slice and its merged copy."""
 
 import pyarrow as pa
 
-from dbt.adapters.hudilite.table.operations.upsert import merge_pieces
+from dbt.adapters.hudilite.table.operations.merge import merge_pieces
 from tests.unit.test_merge_slice import META, as_rows, random_case, reference_merge, slice_tables
 
 

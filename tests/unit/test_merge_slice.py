@@ -3,7 +3,9 @@ batch's rows for it (no Spark)."""
 
 import pyarrow as pa
 
-from dbt.adapters.hudilite.table.operations.upsert import IS_DELETED, merge_slice, one_row_per_key
+from dbt.adapters.hudilite.table.format.schema import IS_DELETED
+from dbt.adapters.hudilite.table.operations.merge import merge_slice
+from dbt.adapters.hudilite.table.operations.upsert import one_row_per_key
 
 META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path"]
 

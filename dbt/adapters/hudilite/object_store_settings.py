@@ -119,7 +119,7 @@ def configure_process(location_root: Optional[str], endpoint: Optional[str] = No
     executors read `spark.executorEnv`)."""
     if not is_s3(location_root):
         return
-    from .table.storage.object_store import configure
+    from .table.storage.object_store_client import configure
 
     endpoint = _endpoint(endpoint)
     settings = {"endpoint": endpoint, "region": region,

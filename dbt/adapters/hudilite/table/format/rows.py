@@ -11,7 +11,7 @@ with `RowLayout.meta_column` / `RowLayout.data`, so a new meta column is added h
   the commit time and seqno (null for a changed row, which gets this instant's), the record
   key, the partition path.
 - `SLICE`: the rows of one new slice as a task hands them to the slice writer (`REWRITE`
-  without the fileId); what `upsert.merge_slice` returns.
+  without the fileId); what `merge.merge_slice` returns.
 - `CLUSTER_ROWS` (clustering: rows moved, unchanged, into new file groups): the clustering
   group's number, then `SLICE`'s columns.
 """

@@ -32,41 +32,27 @@ What differs from a file system, and how each method keeps the `Storage` contrac
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import posixpath
 import random
-import re
 import sys
-import threading
 import time
 import uuid
-from typing import Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from ..errors import ConcurrentWriteError, ConfigurationError, HudiliteError
+from ..errors import ConcurrentWriteError, HudiliteError
 from .filesystem import Storage
-
-T = TypeVar("T")
-
-S3_SCHEMES = ("s3", "s3a")
-GCS_SCHEMES = ("gs", "gcs")
-AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
-SCHEMES = S3_SCHEMES + GCS_SCHEMES + AZURE_SCHEMES
+from .object_store_client import (GCS_SCHEMES, S3_SCHEMES, first_line, is_object_store_uri, not_found, refused,
+                                  retrying, seam_error, settings_for, split_uri, store_for)
 
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1,000 keys
 COPY_THREADS = 16  # server-side copies in flight when a folder moves
 UPLOAD_BUFFER_BYTES = 16 * 1024 * 1024  # one PUT below it; parts of this size above it
-THROTTLE_RETRIES = 8
 PUBLISH_ATTEMPTS = 6  # a publishing PUT: each attempt sent by the seam, after its own lease check
 
-# Settings that are not secrets, by URI prefix (`configure`); executors have none and use
-# their environment.
-_settings: Dict[str, Dict[str, object]] = {}
-_stores: Dict[Tuple, object] = {}
-_stores_guard = threading.Lock()
 _verified: Dict[Tuple, bool] = {}
 
 
@@ -79,160 +65,6 @@ class PublishInDoubt(ConcurrentWriteError, OSError):
 
 class ObjectStoreError(HudiliteError, RuntimeError):
     """The object store cannot hold a table safely (no conditional puts), or refused us."""
-
-
-def is_object_store_uri(path: str) -> bool:
-    return "://" in path and path.split("://", 1)[0].lower() in SCHEMES
-
-
-def configure(prefix: str, **settings) -> None:
-    """Settings for every table under `prefix` (`s3://bucket` or `s3://bucket/some/prefix`) in
-    this process: `endpoint`, `region`, `allow_http`, `virtual_hosted_style_request`, or any
-    obstore config key. Another process (a Spark executor) reads its environment instead:
-    see `object_store_settings` for the Spark side. Credentials belong to the standard chains,
-    not here."""
-    _settings[prefix.rstrip("/")] = {k: v for k, v in settings.items() if v is not None}
-    with _stores_guard:
-        _stores.clear()
-
-
-def settings_for(uri: str) -> Dict[str, object]:
-    """The `configure`d settings whose prefix is the longest that covers `uri`."""
-    best, found = -1, {}
-    for prefix, settings in _settings.items():
-        if (uri == prefix or uri.startswith(prefix + "/")) and len(prefix) > best:
-            best, found = len(prefix), settings
-    return dict(found)
-
-
-def _split(uri: str) -> Tuple[str, str, str]:
-    """(scheme, bucket or container, key prefix) of an object-store URI."""
-    if "#" in uri or "?" in uri:  # a URI parser would cut the key prefix there (and so would S3A)
-        raise ConfigurationError(f"{uri}: an object-store location cannot hold '#' or '?'; rename that folder or table")
-    parsed = urlparse(uri)
-    scheme = parsed.scheme.lower()
-    bucket = parsed.netloc
-    root = parsed.path.strip("/")
-    if scheme in ("abfs", "abfss") and "@" in bucket:  # abfss://container@account.dfs.core.windows.net/path
-        bucket = bucket.split("@", 1)[0]
-    if not bucket:
-        raise ConfigurationError(f"{uri}: an object-store location names its bucket (s3://bucket/prefix)")
-    return scheme, bucket, root
-
-
-def _truthy(value) -> bool:
-    return str(value).lower() in ("1", "true", "yes", "on")
-
-
-def _aws_profile_provider():
-    """boto3's credential chain (profiles, SSO, assume-role) when the environment points at a
-    profile and has no keys of its own; None otherwise (obstore's own chain then applies)."""
-    if os.environ.get("AWS_ACCESS_KEY_ID"):
-        return None
-    if not (os.environ.get("AWS_PROFILE") or os.path.exists(os.path.expanduser("~/.aws/credentials"))
-            or os.path.exists(os.path.expanduser("~/.aws/config"))):
-        return None
-    try:
-        import boto3
-        from obstore.auth.boto3 import Boto3CredentialProvider
-    except ImportError:
-        return None
-    session = boto3.Session()
-    return Boto3CredentialProvider(session) if session.get_credentials() is not None else None
-
-
-def _build_store(scheme: str, bucket: str, settings: Dict[str, object], retries: bool = True):
-    """The client of a bucket. `retries=False`: a client that sends each request once (the
-    publishing PUT, whose every attempt must follow a fresh check of the lease)."""
-    from obstore.store import AzureStore, GCSStore, S3Store
-
-    settings = dict(settings)
-    client_options = {}
-    allow_http = settings.pop("allow_http", None)
-    if allow_http is None:
-        endpoint = str(settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
-                       or os.environ.get("AWS_ENDPOINT") or "")
-        allow_http = _truthy(os.environ.get("AWS_ALLOW_HTTP", "")) or endpoint.startswith("http://")
-    if allow_http:
-        client_options["allow_http"] = True
-    retry_config = {"max_retries": 10, "retry_timeout": dt.timedelta(minutes=3),
-                    "backoff": {"init_backoff": dt.timedelta(milliseconds=100),
-                                "max_backoff": dt.timedelta(seconds=15), "base": 2}}
-    if not retries:
-        retry_config = dict(retry_config, max_retries=0, retry_timeout=dt.timedelta(0))
-    if scheme in S3_SCHEMES:
-        if os.environ.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") and "virtual_hosted_style_request" not in settings:
-            settings["virtual_hosted_style_request"] = _truthy(os.environ["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"])  # the tasks: as the driver
-        if "virtual_hosted_style_request" not in settings and (settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
-                                                             or os.environ.get("AWS_ENDPOINT")):
-            settings["virtual_hosted_style_request"] = False  # S3-compatible servers: path style
-        if "region" not in settings and not (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
-            settings["region"] = "us-east-1"
-        provider = _aws_profile_provider()
-        return S3Store(bucket, config=settings, client_options=client_options, retry_config=retry_config,
-                       **({"credential_provider": provider} if provider is not None else {}))
-    if scheme in GCS_SCHEMES:
-        return GCSStore(bucket, config=settings, client_options=client_options, retry_config=retry_config)
-    return AzureStore(bucket, config=settings, client_options=client_options, retry_config=retry_config)
-
-
-def store_for(uri: str, retries: bool = True):
-    """The obstore client of `uri`'s bucket in this process (one per bucket and settings, so
-    that every `Storage` of a bucket shares its connections); `retries=False`: the one that
-    sends each request once."""
-    scheme, bucket, _ = _split(uri)
-    settings = settings_for(uri)
-    key = (scheme, bucket, tuple(sorted((k, str(v)) for k, v in settings.items())), retries)
-    with _stores_guard:
-        store = _stores.get(key)
-        if store is None:
-            store = _stores[key] = _build_store(scheme, bucket, settings, retries=retries)
-        return store
-
-
-def _is_throttled(err: Exception) -> bool:
-    text = str(err)  # status codes as the store's error spells them, not digits a key may hold
-    return any(s in text for s in ("429 Too Many Requests", "Too Many Requests", "SlowDown", "503 Service Unavailable"))
-
-
-def _retrying(call: Callable[[], T]) -> T:
-    """`call`, again after a throttling answer the library gave up on (exponential backoff
-    with jitter). Only answers where the store refused the request are retried here, so a
-    conditional put is never sent twice after the store may have applied it. The store's
-    errors leave as the builtin ones a file system raises (FileNotFoundError, PermissionError,
-    OSError), so callers above the seam treat both alike; refused conditional puts stay
-    obstore's AlreadyExistsError and PreconditionError."""
-    from obstore.exceptions import (GenericError, NotFoundError, PermissionDeniedError,
-                                    UnauthenticatedError)
-
-    pause = 0.2
-    for attempt in range(THROTTLE_RETRIES + 1):
-        try:
-            return call()
-        except NotFoundError as err:
-            raise FileNotFoundError(str(err)) from err
-        except (PermissionDeniedError, UnauthenticatedError) as err:
-            raise PermissionError(_denied(err)) from err
-        except GenericError as err:
-            if attempt < THROTTLE_RETRIES and _is_throttled(err):
-                time.sleep(pause * (0.5 + random.random()))
-                pause = min(pause * 2, 10.0)
-                continue
-            raise OSError(str(err)) from err
-    raise AssertionError("unreachable")
-
-
-def _not_found(err: Exception) -> bool:
-    from obstore.exceptions import NotFoundError
-    return isinstance(err, (FileNotFoundError, NotFoundError))
-
-
-def _refused(err: Exception) -> bool:
-    """A conditional put the store refused: the object exists (create) or changed (update).
-    S3 answers 412, or 409 ConditionalRequestConflict to a racing conditional put."""
-    from obstore.exceptions import AlreadyExistsError, PreconditionError
-    return (isinstance(err, (AlreadyExistsError, PreconditionError, FileExistsError))
-            or "ConditionalRequestConflict" in str(err) or "409 Conflict" in str(err))
 
 
 class _Upload:
@@ -281,7 +113,7 @@ class _Upload:
             self.abort()
             return
         self.closed = True
-        _retrying(self._writer.close)
+        retrying(self._writer.close)
 
     def __del__(self):
         if not self.closed:  # dropped unfinished: never publish a half-written object
@@ -293,31 +125,6 @@ class _Upload:
 
 class _Abort(Exception):
     pass
-
-
-def _seam_error(err: Exception) -> Exception:
-    """The builtin error a file system would raise for the store's `err` (as `_retrying`)."""
-    from obstore.exceptions import GenericError, NotFoundError, PermissionDeniedError, UnauthenticatedError
-    if isinstance(err, NotFoundError):
-        return FileNotFoundError(str(err))
-    if isinstance(err, (PermissionDeniedError, UnauthenticatedError)):
-        return PermissionError(_denied(err))
-    if isinstance(err, GenericError):
-        return OSError(str(err))
-    return err
-
-
-def _denied(err: Exception) -> str:
-    """One line for a request the store refused (403, 401): which request, on which object,
-    the store's answer, and what to check; instead of the client's multi-line report."""
-    text = str(err)
-    request = re.search(r"Error performing (\w+) (\S+)", text)
-    status = re.search(r"status code: (\d{3}[A-Za-z ]*)", text)
-    code = re.search(r"<Code>([^<]{1,80})</Code>", text)
-    what = f"{request.group(1)} {request.group(2)}" if request else _first_line(err)
-    answer = ", ".join(x.group(1).strip() for x in (status, code) if x) or type(err).__name__
-    return (f"no permission: the store refused {what} ({answer}); check the credentials this host "
-            "finds (the standard chain: environment, profile, role) and the bucket's policy")
 
 
 class _Reader:
@@ -360,7 +167,7 @@ class ObjectStorage(Storage):
 
     def __init__(self, base_path: str):
         self.base_path = base_path.rstrip("/")
-        self.scheme, self.bucket, self.root = _split(self.base_path)
+        self.scheme, self.bucket, self.root = split_uri(self.base_path)
         self.is_local = False
         self._store = None
         self._publish_store = None
@@ -394,9 +201,9 @@ class ObjectStorage(Storage):
     def _head(self, rel: str):
         import obstore
         try:
-            return _retrying(lambda: obstore.head(self.store, self.key(rel)))
+            return retrying(lambda: obstore.head(self.store, self.key(rel)))
         except Exception as err:
-            if _not_found(err):
+            if not_found(err):
                 return None
             raise
 
@@ -408,7 +215,7 @@ class ObjectStorage(Storage):
             for chunk in obstore.list(self.store, self.key(rel) + "/", chunk_size=1):
                 return len(chunk) > 0
             return False
-        return _retrying(first_page)
+        return retrying(first_page)
 
     def exists(self, rel: str) -> bool:
         return self._head(rel) is not None or self._is_prefix(rel)
@@ -430,10 +237,10 @@ class ObjectStorage(Storage):
         conditional `put_if` compares with."""
         import obstore
         try:
-            result = _retrying(lambda: obstore.get(self.store, self.key(rel)))
+            result = retrying(lambda: obstore.get(self.store, self.key(rel)))
             data = bytes(result.bytes())
         except Exception as err:
-            if _not_found(err):
+            if not_found(err):
                 return None
             raise
         meta = result.meta
@@ -449,7 +256,7 @@ class ObjectStorage(Storage):
     def _put(self, rel: str, data, mode=None):
         import obstore
         payload = data if isinstance(data, bytes) else memoryview(data).cast("B")  # Arrow buffers: signed chars
-        return _retrying(lambda: obstore.put(self.store, self.key(rel), payload, mode=mode,
+        return retrying(lambda: obstore.put(self.store, self.key(rel), payload, mode=mode,
                                              use_multipart=False if mode not in (None, "overwrite") else None))
 
     def write_bytes(self, rel: str, data: bytes) -> None:
@@ -484,13 +291,13 @@ class ObjectStorage(Storage):
                 obstore.put(self.publish_store, self.key(rel), data, mode="create", use_multipart=False)
                 return
             except Exception as err:
-                if _refused(err):
+                if refused(err):
                     if self.read_bytes(rel) != data:
                         raise ObjectStoreError(f"{self.uri(rel)} exists with other content; it is never replaced") from None
                     return
                 sent = True
                 if not isinstance(err, GenericError) or attempt + 1 == PUBLISH_ATTEMPTS:
-                    mapped = _seam_error(err)  # the store's error as the seam's (OSError, ...)
+                    mapped = seam_error(err)  # the store's error as the seam's (OSError, ...)
                     if mapped is err:
                         raise
                     raise mapped from err
@@ -506,7 +313,7 @@ class ObjectStorage(Storage):
         try:
             result = self._put(rel, data, mode=mode)
         except Exception as err:
-            if _refused(err):
+            if refused(err):
                 return None
             raise
         return {"e_tag": result.get("e_tag"), "version": result.get("version")}
@@ -523,11 +330,11 @@ class ObjectStorage(Storage):
         import obstore
         probe = self.key(posixpath.join(probe_dir, uuid.uuid4().hex))
         try:
-            _retrying(lambda: obstore.put(self.store, probe, b"1", mode="create"))
+            retrying(lambda: obstore.put(self.store, probe, b"1", mode="create"))
             try:
-                _retrying(lambda: obstore.put(self.store, probe, b"2", mode="create"))
+                retrying(lambda: obstore.put(self.store, probe, b"2", mode="create"))
             except Exception as err:
-                if _refused(err):
+                if refused(err):
                     _verified[key] = True
                     return
                 raise
@@ -561,7 +368,7 @@ class ObjectStorage(Storage):
     def list_names(self, rel: str) -> List[str]:
         import obstore
         prefix = self.key(rel)
-        result = _retrying(lambda: obstore.list_with_delimiter(self.store, prefix or None))
+        result = retrying(lambda: obstore.list_with_delimiter(self.store, prefix or None))
         names = [posixpath.basename(p.rstrip("/")) for p in result["common_prefixes"]]
         return names + [posixpath.basename(o["path"]) for o in result["objects"]]
 
@@ -570,7 +377,7 @@ class ObjectStorage(Storage):
         prefix = self.key(rel)
         def pages():
             return [chunk for chunk in obstore.list(self.store, prefix or None, chunk_size=1000)]
-        for chunk in _retrying(pages):
+        for chunk in retrying(pages):
             yield from chunk
 
     def _relative(self, rel: str, path: str) -> str:
@@ -590,16 +397,16 @@ class ObjectStorage(Storage):
     def delete_file(self, rel: str) -> None:
         import obstore
         try:
-            _retrying(lambda: obstore.delete(self.store, self.key(rel)))
+            retrying(lambda: obstore.delete(self.store, self.key(rel)))
         except Exception as err:
-            if not _not_found(err):
+            if not not_found(err):
                 raise
 
     def delete_keys(self, keys: List[str]) -> None:
         import obstore
         for start in range(0, len(keys), DELETE_BATCH):
             batch = keys[start:start + DELETE_BATCH]
-            _retrying(lambda: obstore.delete(self.store, batch))
+            retrying(lambda: obstore.delete(self.store, batch))
 
     def delete_dir(self, rel: str) -> None:
         """Every object under `rel` (there is no folder to remove), 1,000 keys a request."""
@@ -623,7 +430,7 @@ class ObjectStorage(Storage):
         rest = [k for k in keys if k != last_key]
 
         def copy(key: str) -> None:
-            _retrying(lambda: obstore.copy(self.store, key, dst_prefix + key[len(src_prefix):]))
+            retrying(lambda: obstore.copy(self.store, key, dst_prefix + key[len(src_prefix):]))
         with ThreadPoolExecutor(COPY_THREADS) as pool:
             list(pool.map(copy, rest))
         faults.reach("move")
@@ -637,7 +444,7 @@ class ObjectStorage(Storage):
         try:
             return pa.PythonFile(_Reader(self.store, self.key(rel)), mode="r")
         except Exception as err:
-            if _not_found(err):
+            if not_found(err):
                 raise FileNotFoundError(self.uri(rel)) from None
             raise
 
@@ -684,22 +491,18 @@ def check_location(uri: str) -> None:
             raise ObjectStoreError(f"{uri}: an object written there read back different")
         storage.verify_conditional_puts(probe_dir=".hudilite-check", force=True)
     except FileNotFoundError as err:
-        raise ObjectStoreError(f"{uri}: bucket {where} not found ({_first_line(err)})") from None
+        raise ObjectStoreError(f"{uri}: bucket {where} not found ({first_line(err)})") from None
     except PermissionError as err:
         detail = (str(err).strip().splitlines() or [type(err).__name__])[0].replace("no permission: ", "", 1)
         raise ObjectStoreError(f"{uri}: no permission to write to {where} with this host's credentials: "
                                f"{detail}") from None
     except OSError as err:
-        raise ObjectStoreError(f"{uri}: cannot reach {where} ({_first_line(err)})") from None
+        raise ObjectStoreError(f"{uri}: cannot reach {where} ({first_line(err)})") from None
     finally:
         try:
             storage.delete_file(probe)
         except Exception:
             pass
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
 
 
 Storage.register(lambda uri: "://" in uri and is_object_store_uri(uri), ObjectStorage)
