@@ -14,7 +14,7 @@ from dbt.adapters.hudilite.table.format.file_group import parse_base_file_name
 from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR, staged_dir
 from dbt.adapters.hudilite.table.index.record_index import (DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding,
                                                             key_digests)
-from dbt.adapters.hudilite.table.spark.writer import shuffle_partitions
+from dbt.adapters.hudilite.table.spark.jobs import shuffle_partitions
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 

@@ -496,7 +496,7 @@ def test_schema_edge_cases_are_refused_before_anything_is_written(spark, tmp_pat
 def test_a_failed_job_returns_only_once_its_other_tasks_have_stopped(spark, tmp_path):
     """When one task fails, Spark fails the job at once while a sibling may still be writing;
     the rollback that follows must find the sibling's files, so the write waits for it."""
-    from dbt.adapters.hudilite.table.spark.writer import run_task_job
+    from dbt.adapters.hudilite.table.spark.jobs import run_task_job
 
     late = tmp_path / "late"
     late.mkdir()

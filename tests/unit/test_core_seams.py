@@ -332,7 +332,8 @@ def test_task_made_paths_are_for_plain_strings_integers_and_dates():
 
 
 def test_batches_back_to_the_jvm_are_bounded_by_bytes_as_well_as_rows():
-    from dbt.adapters.hudilite.table.spark.writer import _byte_size, bounded_batches
+    from dbt.adapters.hudilite.table.spark.jobs import _byte_size
+    from dbt.adapters.hudilite.table.spark.writer import bounded_batches
 
     narrow = pa.table({"v": pa.array(["x"] * 1000)})
     assert [b.num_rows for b in bounded_batches(narrow, max_rows=300, max_bytes=1 << 20)] == [300, 300, 300, 100]

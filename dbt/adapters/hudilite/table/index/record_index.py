@@ -37,7 +37,8 @@ from ..storage.layout import RECORD_INDEX_DIR, index_file_name, record_index_sha
 from ..spark.reader import literal_path
 from ..format.schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from ..storage.filesystem import Storage
-from ..spark.writer import bounded_batches, run_task_job, settled
+from ..spark.jobs import run_task_job, settled
+from ..spark.writer import bounded_batches
 
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from ..format.keygen import VirtualKeys
 from ..format.rows import SLICE
 from ..format.schema import IS_DELETED, PARTITION_PATH, RECORD_KEY
-from ..spark.writer import ARROW_BATCH_ROWS
+from ..spark.jobs import ARROW_BATCH_ROWS
 
 
 def merge_slice(stored: pa.Table, incoming: pa.Table, partition: str, data_names: Sequence[str],

@@ -56,9 +56,9 @@ from ..format.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from ..storage.filesystem import Storage
 from .merge import batches_of, merge_pieces, piece_rows, stored_keys_of, stored_pieces
 from .update import rows_accepted_by
-from ..spark.writer import (ARROW_BATCH_ROWS, STATS_DDL, NewSlice, WriteSpec, arrow_schema_of, bounded_batches,
-                            by_rewrite_task, fail_if_injected, grouped_by_file_group, run_task_job, run_write_job,
-                            shuffle_partitions, task_context, write_slices, write_stat, write_task)
+from ..spark.jobs import ARROW_BATCH_ROWS, arrow_schema_of, run_task_job, shuffle_partitions
+from ..spark.writer import (STATS_DDL, NewSlice, WriteSpec, bounded_batches, by_rewrite_task, fail_if_injected,
+                            grouped_by_file_group, run_write_job, task_context, write_slices, write_stat, write_task)
 
 OLD_PARTITION = "_hudilite_old_partition"
 OLD_FILE_ID = "_hudilite_old_file_id"

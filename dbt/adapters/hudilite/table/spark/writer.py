@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
-import time
-import uuid
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -30,8 +27,8 @@ from pyspark.sql import functions as F
 from ..storage import faults
 from ..format.bloom import FileKeys
 from .file_sizing import TopUp
+from .jobs import ARROW_BATCH_BYTES, ARROW_BATCH_ROWS, arrow_schema_of, run_task_job, shuffle_partitions
 from ..format.commit import WriteStat
-from .sessions import is_connect
 from ..format.file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from ..format.keygen import PartitionFormat, VirtualKeys, seqno_array
 from ..storage.layout import TMP_DIR, marker_path, partition_metadata_path
@@ -48,12 +45,6 @@ STATS_DDL = (
 # Keys and seqnos share long prefixes and ascend within a file: delta-encoded, then zstd,
 # they cost a fraction of a byte each (dictionary encoding costs several).
 DELTA_ENCODED = (RECORD_KEY, COMMIT_SEQNO)
-ARROW_BATCH_ROWS = 100_000
-# An Arrow batch crossing between Python and the JVM is one direct-memory buffer there (capped
-# at the JVM's heap size, 1 GiB by default): rows of a few KB make 100k rows too many, and the
-# JVM dies. Batches are cut by bytes as well as rows.
-ARROW_BATCH_BYTES = 64 << 20
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -95,14 +86,6 @@ class WriteSpec:
 
 ROUTE = "_hudilite_route"
 _ROUTE_FILE_ID = "_hudilite_route_file_id"
-
-
-def shuffle_partitions(spark) -> int:
-    """The session's shuffle partitions: how many tasks its user wants a shuffle to have."""
-    try:
-        return int(spark.conf.get("spark.sql.shuffle.partitions"))
-    except ValueError:  # "auto" on some platforms
-        return 200
 
 
 def by_rewrite_task(rows: DataFrame, file_id_column: str, sizes: Dict[str, int]) -> Tuple[DataFrame, int]:
@@ -603,14 +586,6 @@ def stats_arrow_schema() -> pa.Schema:
     return arrow_schema_of(STATS_DDL)
 
 
-@functools.lru_cache(maxsize=8)
-def arrow_schema_of(ddl: str) -> pa.Schema:
-    """The Arrow schema of a flat `name type, ...` DDL of the types task results use."""
-    types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}
-    fields = [part.strip().split(" ") for part in ddl.split(",")]
-    return pa.schema([pa.field(name, types[kind]) for name, kind in fields])
-
-
 def bounded_batches(rows: pa.Table, max_rows: int = ARROW_BATCH_ROWS,
                     max_bytes: int = ARROW_BATCH_BYTES) -> Iterator[pa.RecordBatch]:
     """`rows` in batches of at most `max_rows` rows and `max_bytes` bytes (halved until they
@@ -629,72 +604,6 @@ def bounded_batches(rows: pa.Table, max_rows: int = ARROW_BATCH_ROWS,
 def run_write_job(df, spec: WriteSpec, task=write_task) -> List[WriteStat]:
     """Run the write as one Spark job and return the successful task attempts' write stats."""
     return [write_stat(r) for r in run_task_job(df, functools.partial(task, spec), STATS_DDL)]
-
-
-def run_task_job(df, task, ddl: str, as_arrow: bool = False):
-    """The rows the successful attempts of `task` (over `df`'s partitions, in Arrow) return:
-    dicts, or one Arrow table."""
-    spark = df.sparkSession
-    # Larger Arrow batches halve the transfer cost (10k rows is Spark's default), bounded by
-    # bytes too (see ARROW_BATCH_BYTES). Set, not restored: writes may run on several threads.
-    if int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")) < ARROW_BATCH_ROWS:
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
-    if _byte_size(spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch", None)) > ARROW_BATCH_BYTES:
-        spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
-    out = df.mapInArrow(task, ddl)
-
-    def run():
-        if as_arrow and hasattr(out, "toArrow"):  # pyspark 4
-            return out.toArrow().cast(arrow_schema_of(ddl))
-        rows = [r.asDict() for r in out.collect()]
-        return pa.Table.from_pylist(rows, schema=arrow_schema_of(ddl)) if as_arrow else rows
-
-    return settled(spark, run)
-
-
-def _byte_size(text: Optional[str]) -> float:
-    """A Spark byte size ('268435456', '256m', '1g'); unset or unreadable: unbounded."""
-    found = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", (text or "").lower())
-    if not found:
-        return float("inf")
-    return int(found.group(1)) * 1024 ** "_kmgt".index(found.group(2) or "_")
-
-
-SETTLE_TIMEOUT_S = 60.0
-
-
-def settled(spark, run: Callable[[], T]) -> T:
-    """`run()`, Spark jobs whose tasks write files. When one fails, Spark returns at once while
-    its sibling tasks may still be writing: wait until every task of those jobs has stopped,
-    so that the rollback that follows finds every file they wrote. (A Spark Connect client
-    has no view of the tasks: it does not wait.)"""
-    if is_connect(spark):
-        return run()
-    context = spark.sparkContext
-    tag = f"hudilite-write-{uuid.uuid4().hex}"
-    context.addJobTag(tag)
-    try:
-        return run()
-    except BaseException:
-        _wait_for_tasks(context, tag)
-        raise
-    finally:
-        context.removeJobTag(tag)
-
-
-def _wait_for_tasks(context, tag: str) -> None:
-    tracker = context._jsc.sc().statusTracker()
-    deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        running = 0
-        for job in tracker.getJobIdsForTag(tag):
-            info = tracker.getJobInfo(job)
-            for stage in (info.get().stageIds() if info.isDefined() else []):
-                stage_info = tracker.getStageInfo(stage)
-                running += stage_info.get().numActiveTasks() if stage_info.isDefined() else 0
-        if not running:
-            return
-        time.sleep(0.05)
 
 
 def write_stat(r: dict) -> WriteStat:
