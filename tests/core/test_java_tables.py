@@ -67,7 +67,7 @@ def test_a_complex_key_on_one_field_written_bare_stays_bare(spark, tmp_path):
     """Hudi 0.14.1-1.0.2 and earlier hudilite wrote a one-field complex key without `field:`:
     a table that holds such keys keeps them, or an upsert would store every key twice."""
     table = HudiTable.create(spark, str(tmp_path / "t"), "t", record_key="id", partition_by=["region", "day"])
-    table.context._field_prefixed = False  # as the older writers did
+    table.context.keys._field_prefixed = False  # as the older writers did
     table.insert(spark.createDataFrame([(1, "a", "eu", "d1")], "id long, name string, region string, day string"))
     reopened = HudiTable.open(spark, table.path)
     reopened.upsert(spark.createDataFrame([(1, "b", "eu", "d1"), (2, "c", "eu", "d1")],

@@ -123,7 +123,7 @@ def _legacy_table(spark, path):
     properties.write_text("\n".join(line for line in properties.read_text().splitlines()
                                     if not line.startswith("hudilite.keygen.timestamp.keys")) + "\n")
     old = HudiTable.open(spark, str(path))
-    old.context._timestamp_keys = UTC_TEXT  # as the string cast of an older hudilite wrote them
+    old.context.keys._timestamp_text = UTC_TEXT  # as the string cast of an older hudilite wrote them
     return old
 
 
@@ -152,7 +152,7 @@ def test_timestamp_keys_in_neither_form_are_refused(spark, tmp_path, session_zon
 
     session_zone("Europe/Berlin")
     old = _legacy_table(spark, tmp_path / "t")
-    old.context._timestamp_keys = None  # the old code: Spark's cast, in the session's zone
+    old.context.keys._timestamp_text = None  # the old code: Spark's cast, in the session's zone
     from dbt.adapters.hudilite.table.format import keygen
     with monkeypatch.context() as patched:
         patched.setattr(keygen, "key_text", lambda value, kind, timestamps="": value.cast("string"))

@@ -8,13 +8,10 @@ face, as pyiceberg's `Table` is over its transaction and snapshot producers.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
-import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,7 +20,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from .storage import faults
 from .format import properties as props
-from .format.properties import KEYGEN_COMPLEX, KEYGEN_CUSTOM, KEYGEN_NON_PARTITIONED, KEYGEN_SIMPLE, KEYGEN_TIMESTAMP
 from .format.commit import CHECKPOINT_PREFIX, SCHEMA_KEY, SPARK_SCHEMA_KEY, CommitMetadata, WriteStat
 from .errors import (ConcurrentWriteError, ConfigurationError, DataError, HudiliteError, SchemaError,
                      TableReplacedError, TimelineError)
@@ -32,19 +28,18 @@ from .spark.file_sizing import FileSizing
 from .index.table_index import IndexChange, TableIndex
 from .format.instant import CLEAN, RESTORE, Instant
 from .index.key_ranges import KeyRangeIndex
-from .format.keygen import (ARROW_KEY_TYPES, EPOCH_MICROS, SIMPLE, TIMESTAMP, TIMESTAMP_KEY_TEXTS, UTC_TEXT,
-                            KeyGenerator, PartitionFormat, TimestampPartition, VirtualKeys, formats_in_task,
-                            partition_grouping, partition_path, record_key, task_row_index)
+from .format.keygen import PartitionFormat, formats_in_task, partition_grouping, task_row_index
 from .storage.layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir
 from .storage.lock import TableLock
 from .spark.reader import literal_path, read_base_files, read_data_files
 from .index.record_index import RecordIndex, Sharding, entry_key_of
 from .format.rows import ROW_INDEX, insert_layout
 from .format.schema import (COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH,
-                            RECORD_KEY, check_compatible, from_avro, from_json, quote, same_key_text, to_avro,
-                            to_json, with_meta_columns)
+                            RECORD_KEY, check_compatible, from_avro, from_json, quote, resolve_columns, same_key_text,
+                            to_avro, to_json, with_meta_columns)
 from .storage.filesystem import Storage
 from .format.timeline import Timeline
+from .keys import TableKeys
 from .transaction import WriteTransaction, open_claims
 from .spark.writer import WriteSpec
 
@@ -57,12 +52,6 @@ EVOLVE, DROP_MISSING, REPLACE = "evolve", "drop_missing", "replace"
 
 def schema_mode(drop_missing_columns: bool) -> str:
     return DROP_MISSING if drop_missing_columns else EVOLVE
-
-
-def resolve_columns(fields: List[str], schema: T.StructType) -> List[str]:
-    """The spelling `schema` uses for each of `fields` (Spark matches names case-insensitively)."""
-    by_lower = {f.name.lower(): f.name for f in schema.fields}
-    return [by_lower[f.lower()] for f in fields]
 
 
 def _shards(index_state: Optional[dict]) -> Optional[tuple]:
@@ -94,9 +83,7 @@ class TableContext:
         # if no other write of this table moved the checkpoint meanwhile.
         self.checkpoints: Dict[str, Tuple[Optional[str], str]] = {}
         self._index_basis: Optional[Set[str]] = None  # the completed instants a new index base is computed from
-        self._field_prefixed: Optional[bool] = None  # the key format, once known (`field_prefixed_keys`)
-        self._key_generator: Optional[KeyGenerator] = None  # how partition paths are made (`key_generator`)
-        self._timestamp_keys: Optional[str] = None  # the timestamp key text the stored keys show, once read
+        self.keys = TableKeys(self)  # how its record keys and partition paths are made
 
     @property
     def name(self) -> str:
@@ -160,7 +147,7 @@ class TableContext:
         row's commit time and sequence number are not stored anywhere: null (or `commit_time`)."""
         unknown = F.lit(None).cast("string")
         try:
-            key, partition = self.key_column(data_schema, refuse=False), self.partition_column(data_schema)
+            key, partition = self.keys.record_key(data_schema, refuse=False), self.keys.partition_path(data_schema)
         except (HudiliteError, KeyError):  # a key generator we make no keys for, or fields not in the files
             key = partition = unknown
         meta = {
@@ -283,8 +270,8 @@ class TableContext:
             raise TimelineError(f"table {self.name}: a restore to {target} is unfinished; finish it first "
                                 f"(hudilite restore {self.storage.base_path} {target})")
         if not self.config.auto_keys:
-            self.field_prefixed_keys()
-        self.key_generator()
+            self.keys.field_prefixed()
+        self.keys.generator()
 
     def transaction(self, action: str) -> WriteTransaction:
         """A write's transaction. A write that began before the index existed (or before it was
@@ -339,7 +326,7 @@ class TableContext:
     def keys_in(self, paths: List[str]) -> Set[str]:
         """The record keys stored in base files (driver side: for conflict checks)."""
         keys: Set[str] = set()
-        virtual = self.virtual_keys()
+        virtual = self.keys.virtual()
         for path in paths:
             with self.storage.open_input(path) as source:
                 if virtual is not None:
@@ -488,209 +475,18 @@ class TableContext:
             data.append(col.alias(field.name))
         return df.select(*data, *extra)
 
-    def key_column(self, data_schema: T.StructType, refuse: bool = True) -> Column:
-        """The record key of typed rows (`typed`), in the table's key format. Values that would
-        make an ambiguous key are refused (`refuse`), but in reads of stored rows of a table with
-        virtual keys: their keys are what Hudi made of its rows. On such a table the key fields
-        must be of types whose keys write tasks make again from stored rows (`VirtualKeys`)."""
-        columns = resolve_columns(self.config.record_key_fields, data_schema)
-        types = [data_schema[c].dataType for c in columns]
-        if refuse and self.config.virtual_keys:
-            for name, kind in zip(columns, types):
-                if not isinstance(kind, ARROW_KEY_TYPES):
-                    raise self.error(
-                        f"record key column '{name}' is {kind.simpleString()}; with virtual keys (hoodie.populate.meta."
-                        "fields=false) hudilite makes keys of string, integer, date and boolean columns")
-        return record_key(columns, self.name, self.field_prefixed_keys(), types, refuse_ambiguous=refuse,
-                          timestamps=self.timestamp_key_text(columns, types))
-
-    def timestamp_key_text(self, columns: Sequence[str], types: Sequence[T.DataType]) -> str:
-        """How this table writes timestamp key values (`keygen.TIMESTAMP_KEY_TEXTS`): as
-        hudilite recorded it at creation, else as a stored key shows it against its own row's
-        value (a Java writer's are epoch microseconds, an older hudilite's text), else Hudi's
-        epoch microseconds. A stored key in neither form (text in another time zone, Hudi's
-        `consistent.logical.timestamp` text) is refused: a write would key its rows anew."""
-        stamps = [c for c, t in zip(columns, types) if isinstance(t, (T.TimestampType, T.TimestampNTZType))]
-        if self.config.timestamp_keys not in (None, *TIMESTAMP_KEY_TEXTS):
-            raise self.error(f"{props.TIMESTAMP_KEYS_KEY}={self.config.timestamp_keys} is not one of "
-                             f"{', '.join(TIMESTAMP_KEY_TEXTS)}")
-        if self.config.timestamp_keys or not stamps or self.config.virtual_keys:  # virtual: no key is stored
-            return self.config.timestamp_keys or EPOCH_MICROS
-        if self._timestamp_keys is None:
-            self._timestamp_keys = self._stored_timestamp_key_text(stamps)
-        return self._timestamp_keys
-
-    def _stored_timestamp_key_text(self, stamps: Sequence[str]) -> str:
-        for base_file in self.timeline.view().latest_base_files():
-            with self.storage.open_input(base_file.path) as source:
-                parquet = pq.ParquetFile(source)
-                names = {n.lower(): n for n in parquet.schema_arrow.names}
-                if not parquet.metadata.num_rows or RECORD_KEY not in names.values() or any(
-                        c.lower() not in names for c in stamps):
-                    continue  # an empty slice (a delete's) shows nothing
-                row = parquet.read_row_group(0, columns=[RECORD_KEY] + [names[c.lower()] for c in stamps]).slice(0, 1)
-            key = row.column(RECORD_KEY)[0].as_py() or ""
-            found = None
-            for column in stamps:
-                values = row.column(names[column.lower()])  # in any unit a writer chose (Spark's INT96: ns)
-                micros = values.cast(pa.timestamp("us", tz=values.type.tz)).cast(pa.int64())[0].as_py()
-                if micros is None:
-                    continue
-                forms = {EPOCH_MICROS: str(micros), UTC_TEXT: _spark_timestamp_text(micros)}
-                if self.field_prefixed_keys():
-                    matches = [f for f, text in forms.items()
-                               if re.search(rf"(^|,){re.escape(column)}:{re.escape(text)}(,|$)", key)]
-                else:
-                    matches = [f for f, text in forms.items() if key == text]
-                if not matches:
-                    raise self.error(
-                        f"its record key '{key}' does not hold timestamp column '{column}' as hudilite writes it "
-                        f"({' or '.join(repr(t) for t in forms.values())}): written in another session time zone, or "
-                        "by a Java writer with hoodie.datasource.write.keygenerator.consistent.logical.timestamp."
-                        "enabled, so a write would key its rows anew; rebuild the table (--full-refresh)")
-                found = matches[0]
-            if found is not None:
-                return found
-        return EPOCH_MICROS
-
-    def virtual_keys(self) -> Optional[VirtualKeys]:
-        """How write tasks make stored rows' keys on a table with virtual keys; None otherwise."""
-        if not self.config.virtual_keys:
-            return None
-        schema = self.committed_schema()
-        fields = self.config.record_key_fields
-        if schema is not None and all(f.lower() in {n.lower() for n in schema.names} for f in fields):
-            fields = resolve_columns(fields, schema)
-        return VirtualKeys(tuple(fields), self.field_prefixed_keys())
-
-    def field_prefixed_keys(self) -> bool:
-        """Whether keys read `field:value` (see `keygen`), as the declared key generator writes
-        them. A complex key on one field was written bare by Hudi 0.14.1 to 1.0.2 (HUDI-7001)
-        and by hudilite before 0.2: a table that holds keys keeps the format it has. Timestamp
-        and Custom generators make a one-field key as the simple one does (bare), Custom a key
-        of more fields as the complex one."""
-        if self._field_prefixed is None:
-            generator, fields = self.config.keygen_class, self.config.record_key_fields
-            if generator not in (KEYGEN_SIMPLE, KEYGEN_COMPLEX, KEYGEN_NON_PARTITIONED, KEYGEN_TIMESTAMP, KEYGEN_CUSTOM):
-                raise self.error(f"its key generator {generator} is not one hudilite writes keys for (Simple, Complex, "
-                                 "Nonpartitioned, TimestampBased, Custom); it can be read, not written")
-            if generator == KEYGEN_TIMESTAMP and len(fields) > 1:
-                raise self.error(f"hoodie.table.recordkey.fields holds {len(fields)} fields; Hudi's "
-                                 "TimestampBasedKeyGenerator makes a key of one field (CustomKeyGenerator of several)")
-            stored = not self.config.virtual_keys and self._stored_key_prefix_or(True)
-            prefixed = len(fields) > 1 or (generator == KEYGEN_COMPLEX and stored)
-            self._field_prefixed = prefixed
-        return self._field_prefixed
-
-    def _stored_key_prefix_or(self, default: bool) -> bool:
-        """Whether a stored key starts with `<key field>:`, or `default` when none is stored."""
-        for base_file in self.timeline.view().latest_base_files():
-            with self.storage.open_input(base_file.path) as source:
-                parquet = pq.ParquetFile(source)
-                for group in range(parquet.metadata.num_row_groups):
-                    keys = parquet.read_row_group(group, columns=[RECORD_KEY]).column(0).drop_null()
-                    if len(keys):
-                        return keys[0].as_py().startswith(self.config.record_key_fields[0] + ":")
-        return default
-
-    def partition_column(self, data_schema: T.StructType) -> Column:
-        """The partition path of typed rows (`typed`)."""
-        columns = resolve_columns(self.config.partition_fields, data_schema)
-        types = [data_schema[c].dataType for c in columns]
-        generator = self.key_generator()
-        if not generator.plain:
-            return generator.column(columns, types)
-        return partition_path(columns, self.config.hive_style_partitioning, self.name, types)
-
-    def key_generator(self) -> KeyGenerator:
-        """How the table's key generator makes partition paths: each field's value as it reads
-        (Simple, Complex), or read as a time (TimestampBased; a `field:TIMESTAMP` of Custom),
-        from the table's `hoodie.keygen.timebased.*` settings. A setting hudilite cannot follow
-        is an error naming it."""
-        if self._key_generator is None:
-            config, generator = self.config, self.config.keygen_class
-            fields = tuple(config.partition_fields)
-            if generator == KEYGEN_TIMESTAMP:
-                if len(fields) != 1:
-                    raise self.error(f"hoodie.table.partition.fields holds {len(fields)} fields; Hudi's "
-                                     "TimestampBasedKeyGenerator partitions by one (CustomKeyGenerator by several)")
-                kinds = [TIMESTAMP]
-            elif generator == KEYGEN_CUSTOM:
-                kinds = self._custom_partition_types()
-            else:
-                kinds = [SIMPLE] * len(fields)
-            self._key_generator = KeyGenerator(
-                fields, tuple(TimestampPartition.from_settings(config.keygen_settings, f, self.name) if k == TIMESTAMP
-                              else None for f, k in zip(fields, kinds)),
-                config.hive_style_partitioning, self.name)
-        return self._key_generator
-
-    def _custom_partition_types(self) -> List[str]:
-        """CustomKeyGenerator's type of each partition field: as hudilite recorded them at
-        creation (`properties.PARTITION_TYPES_KEY`), else the ones that make the partition
-        paths the table holds (Hudi's writer keeps only the field names at version 6)."""
-        fields = self.config.partition_fields
-        if not fields:  # a non-partitioned table
-            return []
-        declared = [t.upper() for t in (self.config.partition_types or [])]
-        if declared:
-            if len(declared) != len(fields) or any(t not in (SIMPLE, TIMESTAMP) for t in declared):
-                raise self.error(f"{props.PARTITION_TYPES_KEY}={','.join(declared)} does not give SIMPLE or TIMESTAMP "
-                                 f"for each of the partition fields {', '.join(fields)}")
-            return declared
-        samples = self._stored_partition_samples()
-        if not samples:
-            raise self.error(f"its CustomKeyGenerator's partition field types are not in hoodie.properties and it holds "
-                             f"no rows to tell them from: add {props.PARTITION_TYPES_KEY}=<SIMPLE or TIMESTAMP for each "
-                             f"of {', '.join(fields)}> to .hoodie/hoodie.properties")
-        import itertools
-        fitting = []
-        for kinds in itertools.product((SIMPLE, TIMESTAMP), repeat=len(fields)):
-            try:
-                generator = KeyGenerator(tuple(fields), tuple(
-                    TimestampPartition.from_settings(self.config.keygen_settings, f, self.name) if k == TIMESTAMP
-                    else None for f, k in zip(fields, kinds)), self.config.hive_style_partitioning, self.name)
-                if all(generator.paths(columns).to_pylist() == [path] for path, columns in samples):
-                    fitting.append(list(kinds))
-            except HudiliteError:
-                continue
-        if len(fitting) != 1:
-            seen = "no type for each field makes" if not fitting else "more than one choice of types makes"
-            raise self.error(
-                f"its CustomKeyGenerator's partition field types are not in hoodie.properties, and {seen} the partition "
-                f"paths it holds ({samples[0][0]}, ...): add {props.PARTITION_TYPES_KEY}=<SIMPLE or TIMESTAMP for each "
-                f"of {', '.join(fields)}> to .hoodie/hoodie.properties, and for TIMESTAMP fields the Java writer's "
-                "hoodie.keygen.timebased.* settings (timestamp.type, output.dateformat, ...); then delete "
-                ".hoodie/.hoodie.properties.crc (Hadoop's checksum of the old file) if there is one")
-        return fitting[0]
-
-    def _stored_partition_samples(self, limit: int = 8):
-        """(partition path, [(field, one-value array)]) of a row in each of a few base files."""
-        samples = []
-        for base_file in self.timeline.view().latest_base_files()[:limit]:
-            with self.storage.open_input(base_file.path) as source:
-                parquet = pq.ParquetFile(source)
-                names = {n.lower(): n for n in parquet.schema_arrow.names}
-                if any(f.lower() not in names for f in self.config.partition_fields) or not parquet.metadata.num_rows:
-                    continue
-                wanted = [names[f.lower()] for f in self.config.partition_fields]
-                rows = parquet.read_row_group(0, columns=wanted).slice(0, 1)
-            if rows.num_rows:
-                samples.append((base_file.partition, [(n, rows.column(n).combine_chunks()) for n in wanted]))
-        return samples
-
     def rows_for_writer(self, df: DataFrame, data_schema: T.StructType) -> DataFrame:
         """`df` in the insert layout (`rows.insert_layout`): data columns in table order and types."""
         typed = self.typed(df, data_schema)
         partitioned = bool(self.config.partition_fields)
         columns = resolve_columns(self.config.partition_fields, data_schema)
         types = [data_schema[c].dataType for c in columns]
-        in_task = formats_in_task(types) and self.key_generator().plain
+        in_task = formats_in_task(types) and self.keys.generator().plain
         # A path the task makes (`keygen.PartitionFormat`) crosses from the JVM as a null column.
-        path = F.lit(None) if in_task else self.partition_column(data_schema)
+        path = F.lit(None) if in_task else self.keys.partition_path(data_schema)
         meta = {ROW_INDEX: task_row_index(), PARTITION_PATH: path} if partitioned else {}
         if not self.config.auto_keys:
-            meta[RECORD_KEY] = self.key_column(data_schema)
+            meta[RECORD_KEY] = self.keys.record_key(data_schema)
         data = [F.col(quote(f.name)) for f in data_schema.fields]
         out = typed.select(*insert_layout(self.config.auto_keys, partitioned).select(meta, data))
         if not partitioned:
@@ -718,14 +514,14 @@ class TableContext:
     def write_spec(self, instant: str, **extra) -> WriteSpec:
         fields = dict(
             base_path=self.storage.base_path, instant=instant, partitioned=bool(self.config.partition_fields),
-            partition_depth=self.key_generator().depth, auto_keys=self.config.auto_keys,
+            partition_depth=self.keys.generator().depth, auto_keys=self.config.auto_keys,
             portable_encoding=self.config.parquet_encoding == props.PORTABLE,
             partition_format=PartitionFormat(tuple(self.config.partition_fields), self.config.hive_style_partitioning,
                                              self.name) if self.config.partition_fields else None,
             # What Java's BLOOM index reads; no index looks up auto keys, and Hudi's writer puts none
             # in the files of a table with virtual keys.
             bloom_footers=not self.config.auto_keys and not self.config.virtual_keys,
-            virtual_keys=self.virtual_keys(),
+            virtual_keys=self.keys.virtual(),
         )
         return WriteSpec(**{**fields, **self.write_options, **extra})
 
@@ -768,13 +564,6 @@ class TableContext:
         except Exception as err:  # noqa: BLE001 - see above
             logger.warning("table %s: index maintenance after the commit failed, the next write retries it: %s",
                            self.name, err)
-
-
-def _spark_timestamp_text(micros: int) -> str:
-    """Spark's text of a timestamp in UTC: `yyyy-MM-dd HH:mm:ss[.f]`, trailing zeros dropped."""
-    moment = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)
-    text = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} {moment:%H:%M:%S}"
-    return text + (f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else "")
 
 
 def read_config(storage: Storage) -> props.TableConfig:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import List
 
 from pyspark.sql import types as T
 
@@ -273,3 +274,9 @@ def _decimal_bytes(precision: int) -> int:
     while 2 ** (8 * size - 1) < 10**precision:
         size += 1
     return size
+
+
+def resolve_columns(fields: List[str], schema: T.StructType) -> List[str]:
+    """The spelling `schema` uses for each of `fields` (Spark matches names case-insensitively)."""
+    by_lower = {f.name.lower(): f.name for f in schema.fields}
+    return [by_lower[f.lower()] for f in fields]

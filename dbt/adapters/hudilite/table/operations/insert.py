@@ -143,7 +143,7 @@ def offer_top_ups(ctx: TableContext, df: DataFrame, data_schema,
     if keep:
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        paths = ctx.typed(df, data_schema).select(ctx.partition_column(data_schema).alias("path")).distinct().collect()
+        paths = ctx.typed(df, data_schema).select(ctx.keys.partition_path(data_schema).alias("path")).distinct().collect()
     except Exception:
         if keep:
             df.unpersist()

@@ -41,7 +41,8 @@ from pyspark.sql import types as T
 
 from ..format.bloom import stored_footer
 from ..format.commit import DELETE, WriteStat
-from ..context import EVOLVE, TableContext, resolve_columns
+from ..context import EVOLVE, TableContext
+from ..format.schema import resolve_columns
 from ..errors import DataError
 from ..format.file_group import FileGroup
 from ..index.table_index import IndexChange
@@ -74,7 +75,7 @@ def keyed_batch(ctx: TableContext, df: DataFrame, data_schema: T.StructType) -> 
     actual = {f.name.lower(): f.name for f in df.schema.fields}
     flag = F.col(quote(actual[IS_DELETED.lower()])) if IS_DELETED.lower() in actual else F.lit(False)
     typed = ctx.typed(df, data_schema, F.coalesce(flag.cast("boolean"), F.lit(False)).alias(IS_DELETED))
-    return typed.select(ctx.key_column(data_schema).alias(RECORD_KEY), ctx.partition_column(data_schema).alias(PARTITION_PATH),
+    return typed.select(ctx.keys.record_key(data_schema).alias(RECORD_KEY), ctx.keys.partition_path(data_schema).alias(PARTITION_PATH),
                         IS_DELETED, *[F.col(quote(f.name)) for f in data_schema.fields])
 
 

@@ -25,7 +25,8 @@ from pyspark.sql import functions as F
 
 from ..format.avro_metadata import REQUESTED_REPLACE_METADATA
 from ..format.commit import CLUSTER
-from ..context import TableContext, resolve_columns
+from ..context import TableContext
+from ..format.schema import resolve_columns
 from ..format.file_group import BaseFile, FileGroup
 from ..spark.file_sizing import FileSizing, average_record_bytes
 from ..index.table_index import IndexChange
