@@ -16,7 +16,7 @@ setup(
         "pandas>=2.2,<3",  # pyspark needs it for mapInArrow
         "agate",
         "fastavro>=1.9",  # Hudi's Avro timeline metadata: clean, savepoint and restore instants
-        "obstore>=0.12,<0.13",  # tables on S3, GCS, Azure: conditional puts (table/object_store.py)
+        "obstore>=0.12,<0.13",  # tables on S3, GCS, Azure: conditional puts (table/storage/object_store.py)
     ],
     extras_require={
         "connect": ["pyspark[connect]>=3.5,<5"],  # method: connect (a Spark Connect server)

@@ -447,3 +447,22 @@ def test_a_claim_that_goes_while_it_is_judged_is_not_a_live_writer(tmp_path, mon
     assert not transaction._writer_is_alive(storage, "20261126000000001", 60.0)
     monkeypatch.setattr(storage, "read_text", gone)  # deleted between the existence check and the read
     assert not transaction._writer_is_alive(storage, "20261126000000001", 60.0)
+
+
+def test_an_object_store_refuses_a_completed_instant_written_past_publish():
+    """Only `Storage.publish` writes a completed instant on an object store (create-if-absent,
+    after a lease check); a plain `write_atomic` of one would replace it, so it is refused before
+    any request. Requested and inflight states, and files elsewhere, are plain writes."""
+    from dbt.adapters.hudilite.table import Storage
+    from dbt.adapters.hudilite.table.storage.layout import is_completed_instant_path
+    from dbt.adapters.hudilite.table.storage.object_store import ObjectStoreError
+
+    completed = [".hoodie/20260101000000001.commit", ".hoodie/20260101000000001.replacecommit",
+                 ".hoodie/20260101000000001.clean", ".hoodie/20260101000000001.savepoint"]
+    others = [".hoodie/20260101000000001.inflight", ".hoodie/20260101000000001.commit.requested",
+              ".hoodie/20260101000000001.clean.inflight", ".hoodie/archived/20260101000000001.commit",
+              "p=1/20260101000000001.commit", ".hoodie/hoodie.properties"]
+    assert [is_completed_instant_path(p) for p in completed] == [True] * 4
+    assert [is_completed_instant_path(p) for p in others] == [False] * 6
+    with pytest.raises(ObjectStoreError, match="written only by Storage.publish"):
+        Storage("s3://bucket/t").write_atomic(completed[0], b"{}", ".hoodie/.hudilite/tmp")

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 from pyspark.sql import SparkSession
 
-from ..table import HudiTable, is_connect, quote
+from ..table import ConfigurationError, HudiTable, is_connect, quote
 from .names import canonical
 
 READ_ONLY_OPTION = "maxRecordsPerFile"  # see `SparkEntries.register_table`
@@ -106,7 +106,10 @@ class SparkEntries:
     def register_view(self, schema: str, name: str, sql: str) -> None:
         with self.lock:
             self.spark.sql(f"create namespace if not exists {quote(schema)}")
-            self.spark.sql(f"create or replace view {quote(schema, name)} as {sql}")
+            try:
+                self.spark.sql(f"create or replace view {quote(schema, name)} as {sql}")
+            except Exception as err:  # noqa: BLE001 - named here, not as a missing view later
+                raise ConfigurationError(f"view {schema}.{name} cannot be re-created: {err}") from None
             self.remember_view(schema, name, sql)  # no identity: a view model's CREATE OR REPLACE VIEW is Spark's
 
     def remember_view(self, schema: str, name: str, sql: str) -> None:
@@ -136,7 +139,7 @@ class SparkEntries:
 
     def changed(self) -> List[Tuple[str, str]]:
         """The tables whose entries Spark itself dropped, replaced or re-pointed since we made
-        them (one `SHOW TABLE EXTENDED` per schema), each entry dropped. Call under `lock`."""
+        them (one `SHOW TABLE EXTENDED` per schema). Call under `lock`."""
         broken = []
         shown: Dict[str, Dict[str, str]] = {}
         for (schema, name), identity in sorted(self._identities.items()):
@@ -154,8 +157,6 @@ class SparkEntries:
                 self.drop(schema, name)
                 continue
             broken.append((schema, name))
-        for key in broken:
-            self.drop(*key)  # Spark's own table in its place goes, with its warehouse files
         return broken
 
     def has_identities(self) -> bool:

@@ -197,10 +197,7 @@ class StorageCatalog:
             if inner is not None:
                 self._refresh(inner, seen)
         if self.entries.state(key) != ("view", sql) or not self.entries.in_spark(schema, name):
-            try:
-                self.entries.register_view(schema, name, sql)
-            except Exception as err:  # noqa: BLE001 - named here, not as a missing view later
-                raise ConfigurationError(f"view {schema}.{name} cannot be re-created: {err}") from None
+            self.entries.register_view(schema, name, sql)
 
     def register(self, schema: str, name: str, table: Optional[HudiTable] = None) -> None:
         """Spark's entry of the table `schema.name` as of its latest commit."""
@@ -227,6 +224,7 @@ class StorageCatalog:
         with self.entries.lock:  # another thread's registration is never half seen
             broken = self.entries.changed()
             for key in broken:
+                self.entries.drop(*key)  # Spark's own table in its place goes, with its warehouse files
                 self._refresh(key, set())
             tables = self.entries.tables() if files else []
         for schema, name in tables:

@@ -34,7 +34,7 @@ from ..storage.lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
 from ..transaction import first_write_in_flight, marked_files, open_claims, reserve_service_time, rolled_back_claims
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("hudilite")
 from .validation import check_table, files_outside_hoodie
 
 

@@ -42,6 +42,16 @@ INDEX_STATE_FILE = "index.json"  # in each index folder
 _INDEX_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
 
 
+# A completed instant's file: `.hoodie/<instant time>.<action>` with no state after the action
+# (`format.instant` reads every instant file name; this is only where one lives).
+_COMPLETED_INSTANT = re.compile(r"^\.hoodie/\d{17}\.(?!inflight$)[a-z]+$")
+
+
+def is_completed_instant_path(rel: str) -> bool:
+    """A completed instant's file: published only by `Storage.publish`, never replaced."""
+    return bool(_COMPLETED_INSTANT.match(rel))
+
+
 def is_hoodie_path(rel: str) -> bool:
     return rel == HOODIE_DIR or rel.startswith(HOODIE_DIR + "/")
 

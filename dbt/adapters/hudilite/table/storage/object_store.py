@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from ..errors import ConcurrentWriteError, HudiliteError
 from .filesystem import Storage
+from .layout import is_completed_instant_path
 from .object_store_client import (GCS_SCHEMES, S3_SCHEMES, first_line, is_object_store_uri, not_found, refused,
                                   retrying, seam_error, settings_for, split_uri, store_for)
 
@@ -263,7 +264,11 @@ class ObjectStorage(Storage):
         self._put(rel, data)
 
     def write_atomic(self, rel: str, data, tmp_dir: str) -> None:
-        """One PUT: readers see all of it or nothing (no temporary object, no copy)."""
+        """One PUT: readers see all of it or nothing (no temporary object, no copy). Never of a
+        completed instant: a plain PUT would replace it, and without a lease check."""
+        if is_completed_instant_path(rel):
+            raise ObjectStoreError(f"{self.uri(rel)} is a completed instant: it is written only by Storage.publish "
+                                   "(create-if-absent, after a lease check)")
         self._put(rel, data)
 
     def publish(self, rel: str, data, tmp_dir: str, check_lease: Callable[[], None]) -> None:
