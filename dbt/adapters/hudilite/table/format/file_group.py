@@ -19,6 +19,10 @@ from .commit import CommitMetadata
 from .instant import Instant
 
 _BASE_FILE = re.compile(r"^(?P<file_id>[^_/]+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{17})\.parquet$")
+# A metadata table's base file, and a Merge-On-Read log file:
+# `.<fileId>_<base instant>.log.<version>_<writeToken>`.
+_HFILE = re.compile(r"^(?P<file_id>[^_/]+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{17,})\.hfile$")
+_LOG_FILE = re.compile(r"^\.(?P<file_id>[^_/]+)_(?P<instant>\d{17,})\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")
 
 
 def new_file_id() -> str:
@@ -47,6 +51,32 @@ class BaseFileName:
 def parse_base_file_name(name: str) -> Optional[BaseFileName]:
     m = _BASE_FILE.match(posixpath.basename(name))
     return BaseFileName(m["file_id"], m["token"], m["instant"]) if m else None
+
+
+def parse_hfile_name(name: str) -> Optional[BaseFileName]:
+    m = _HFILE.match(posixpath.basename(name))
+    return BaseFileName(m["file_id"], m["token"], m["instant"]) if m else None
+
+
+def hfile_name(file_id: str, token: str, instant: str) -> str:
+    return f"{file_id}_{token}_{instant}.hfile"
+
+
+@dataclass(frozen=True)
+class LogFileName:
+    file_id: str
+    base_instant: str
+    version: int
+    write_token: str
+
+
+def log_file_name(file_id: str, base_instant: str, version: int, token: str) -> str:
+    return f".{file_id}_{base_instant}.log.{version}_{token}"
+
+
+def parse_log_file_name(name: str) -> Optional[LogFileName]:
+    m = _LOG_FILE.match(posixpath.basename(name))
+    return LogFileName(m["file_id"], m["instant"], int(m["version"]), m["token"]) if m else None
 
 
 @dataclass(frozen=True)

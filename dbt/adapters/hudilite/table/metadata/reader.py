@@ -1,0 +1,196 @@
+"""Reading Hudi's metadata table (`.hoodie/metadata`): a Merge-On-Read table of its own whose
+partitions (`files`, `record_index`, ...) hold file groups of an HFile base and log files of HFile
+data blocks, delete blocks and rollback command blocks.
+
+What a reader takes, as Hudi's reader does:
+- instants completed on the metadata table's timeline that are *valid*: the data table has
+  completed the same instant (a deltacommit of a data write still in flight, or rolled back, is
+  skipped), or the instant is the metadata table's own (its bootstrap, compactions: no data
+  instant of that time exists), or it is older than the data table's active timeline
+  (archived there);
+- per file group, the latest base whose instant is valid, and the log files that follow it
+  (named after that base's instant, or after a newer, still pending compaction), in version
+  order; in them, the blocks of valid instants not rolled back by a command block;
+- per key, the records folded oldest to newest (`metadata_record`), a delete dropping the key.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import struct
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+import fastavro
+
+from ..format import hfile, log_format, metadata_record
+from ..format.file_group import parse_log_file_name, parse_hfile_name
+from ..storage.filesystem import Storage
+from ..storage.layout import METADATA_TABLE_DIR
+from .timeline import MetadataTimeline
+
+FILES = "files"
+RECORD_INDEX = "record_index"
+HFILE_DATA_BLOCK = 4
+DELETE_BLOCK = 1
+COMMAND_BLOCK = 0
+ROLLBACK_COMMAND = 0  # HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK
+
+# The content of a delete block (version 3): int32 version, int32 length, then the keys as one
+# HoodieDeleteRecordList in Avro binary (its ordering values are not needed to drop a key).
+_ORDERING_WRAPPERS = [
+    ("BooleanWrapper", "boolean"), ("IntWrapper", "int"), ("LongWrapper", "long"), ("FloatWrapper", "float"),
+    ("DoubleWrapper", "double"), ("BytesWrapper", "bytes"), ("StringWrapper", "string"), ("DateWrapper", "int"),
+    ("DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    ("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}), ("TimestampMicrosWrapper", "long")]
+DELETE_RECORD_LIST = {
+    "type": "record", "name": "HoodieDeleteRecordList", "namespace": "org.apache.hudi.avro.model",
+    "fields": [{"name": "deleteRecordList", "type": {"type": "array", "items": {
+        "type": "record", "name": "HoodieDeleteRecord", "fields": [
+            {"name": "recordKey", "type": ["null", "string"], "default": None},
+            {"name": "partitionPath", "type": ["null", "string"], "default": None},
+            {"name": "orderingVal", "type": ["null", *[
+                {"type": "record", "name": name, "fields": [{"name": "value", "type": value}]}
+                for name, value in _ORDERING_WRAPPERS]], "default": None}]}}}]}
+_DELETES = fastavro.parse_schema(DELETE_RECORD_LIST)
+DELETE_BLOCK_VERSION = 3
+
+
+def delete_block_content(keys: Iterable[Tuple[str, str]]) -> bytes:
+    """A delete block's content for (record key, partition path) pairs."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, _DELETES, {"deleteRecordList": [
+        {"recordKey": key, "partitionPath": partition, "orderingVal": None} for key, partition in keys]})
+    body = out.getvalue()
+    return struct.pack(">ii", DELETE_BLOCK_VERSION, len(body)) + body
+
+
+def deleted_keys(content: bytes) -> List[str]:
+    version, length = struct.unpack_from(">ii", content, 0)
+    if version != DELETE_BLOCK_VERSION:
+        raise log_format.LogFormatError(f"delete block version {version} is not read (3 is)")
+    records = fastavro.schemaless_reader(io.BytesIO(content[8:8 + length]), _DELETES, None)
+    return [r["recordKey"] for r in records["deleteRecordList"]]
+
+
+@dataclass
+class FileSlice:
+    file_group: str
+    base: Optional[str]  # file name
+    base_instant: Optional[str]
+    logs: List[str] = field(default_factory=list)  # file names, oldest first
+
+
+def latest_slices(names: Iterable[str], valid: Callable[[str], bool]) -> Dict[str, FileSlice]:
+    """Each file group's latest slice among the file names of one metadata-table partition."""
+    bases: Dict[str, List[Tuple[str, str]]] = {}
+    logs: Dict[str, List[Tuple[str, int, str, str]]] = {}
+    for name in names:
+        base = parse_hfile_name(name)
+        if base is not None:
+            if valid(base.instant):
+                bases.setdefault(base.file_id, []).append((base.instant, name))
+            continue
+        log = parse_log_file_name(name)
+        if log is not None:
+            logs.setdefault(log.file_id, []).append((log.base_instant, log.version, log.write_token, name))
+    slices = {}
+    for group in sorted(set(bases) | set(logs)):
+        instant, name = max(bases.get(group, [(None, None)]), key=lambda b: b[0] or "")
+        following = sorted(entry for entry in logs.get(group, []) if instant is None or entry[0] >= instant)
+        slices[group] = FileSlice(group, name, instant, [entry[3] for entry in following])
+    return slices
+
+
+Fold = Callable[[Optional[dict], dict], dict]
+
+
+def _replace(older: Optional[dict], newer: dict) -> dict:
+    return newer
+
+
+FOLDS: Dict[str, Fold] = {FILES: metadata_record.fold_files, RECORD_INDEX: _replace}
+
+
+class MetadataTableReader:
+    """The latest state of a table's metadata table, as its completed data instants make it."""
+
+    def __init__(self, storage: Storage, data_completed: Set[str], data_pending: Set[str],
+                 data_first_active: Optional[str]):
+        """`data_completed` / `data_pending`: the data table's active instants by state;
+        `data_first_active`: its oldest active instant (older ones are archived)."""
+        self.storage = storage
+        self.timeline = MetadataTimeline(storage)
+        completed = self.timeline.completed_instants()
+        self.rolled_back = self.timeline.rolled_back()
+
+        def valid(instant: str) -> bool:
+            if instant not in completed or instant in self.rolled_back:
+                return False
+            if instant in data_completed:
+                return True
+            if instant in data_pending:
+                return False
+            return (data_first_active is None or instant < data_first_active
+                    or instant not in data_completed | data_pending)
+        self.valid = valid
+
+    def _partition_dir(self, partition: str) -> str:
+        return posixpath.join(METADATA_TABLE_DIR, partition)
+
+    def slices(self, partition: str) -> Dict[str, FileSlice]:
+        return latest_slices(self.storage.list_names(self._partition_dir(partition)), self.valid)
+
+    def records(self, partition: str, keys: Optional[Set[str]] = None,
+                file_groups: Optional[Iterable[str]] = None) -> Dict[str, dict]:
+        """Every live record of `partition` (or of `keys` only), folded."""
+        fold = FOLDS[partition]
+        folder = self._partition_dir(partition)
+        found: Dict[str, Optional[dict]] = {}
+        wanted_rows = None if keys is None else sorted(k.encode() for k in keys)
+        slices = self.slices(partition)
+        for group in (file_groups if file_groups is not None else slices):
+            piece = slices.get(group)
+            if piece is None:
+                continue
+            if piece.base is not None:
+                reader = hfile.HFileReader.of_bytes(self.storage.read_bytes(posixpath.join(folder, piece.base)))
+                schema = reader.file_info.get(b"schema", b"").decode() or None
+                cells = reader.get(wanted_rows) if wanted_rows is not None else dict(reader.scan())
+                for row, value in cells.items():
+                    found[row.decode()] = fold(None, metadata_record.decode(value, schema))
+            for log in piece.logs:
+                self._apply_log(posixpath.join(folder, log), fold, found, wanted_rows)
+        return {key: record for key, record in found.items() if record is not None}
+
+    def _apply_log(self, path: str, fold: Fold, found: Dict[str, Optional[dict]], wanted_rows) -> None:
+        for block in log_format.decode_blocks(self.storage.read_bytes(path)):
+            instant = block.header.get(log_format.INSTANT_TIME)
+            if block.block_type == COMMAND_BLOCK or instant is None or not self.valid(instant):
+                continue  # rollbacks are read from the timeline (`MetadataTimeline.rolled_back`)
+            if block.block_type == HFILE_DATA_BLOCK:
+                reader = hfile.HFileReader.of_bytes(block.content)
+                schema = block.header.get(log_format.SCHEMA)
+                cells = reader.get(wanted_rows) if wanted_rows is not None else dict(reader.scan())
+                for row, value in cells.items():
+                    key = row.decode()
+                    found[key] = fold(found.get(key), metadata_record.decode(value, schema))
+            elif block.block_type == DELETE_BLOCK:
+                wanted = None if wanted_rows is None else set(wanted_rows)
+                for key in deleted_keys(block.content):
+                    if wanted is None or key.encode() in wanted:
+                        found[key] = None
+            else:
+                raise log_format.LogFormatError(f"{path}: log block type {block.block_type} is not read in a metadata table")
+
+    def partitions(self) -> List[str]:
+        """The data table's partition paths the `files` partition lists."""
+        record = self.records(FILES, {metadata_record.ALL_PARTITIONS}).get(metadata_record.ALL_PARTITIONS)
+        return sorted(metadata_record.partition_of_key(p) for p in metadata_record.listed(record))
+
+    def files(self, partitions: Optional[Iterable[str]] = None) -> Dict[str, Dict[str, int]]:
+        """File name to size, by data partition path (all partitions when None)."""
+        wanted = self.partitions() if partitions is None else list(partitions)
+        records = self.records(FILES, {metadata_record.partition_key(p) for p in wanted})
+        return {p: metadata_record.listed(records.get(metadata_record.partition_key(p))) for p in wanted}

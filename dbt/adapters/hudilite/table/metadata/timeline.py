@@ -1,0 +1,55 @@
+"""The metadata table's own timeline (`.hoodie/metadata/.hoodie`): deltacommits (one per data
+instant, and its bootstrap), compactions (completed as commits), cleans and rollbacks."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Dict, List, Optional, Set, Tuple
+
+from ..format import avro_metadata
+from ..storage.filesystem import Storage
+from ..storage.layout import METADATA_TABLE_DIR
+
+TIMELINE_DIR = posixpath.join(METADATA_TABLE_DIR, ".hoodie")
+DELTA_COMMIT = "deltacommit"
+COMMIT = "commit"  # a completed compaction
+COMPACTION = "compaction"
+CLEAN = "clean"
+ROLLBACK = "rollback"
+_NAME = re.compile(r"^(\d{17,})\.([a-z]+)(\.requested|\.inflight)?$")
+WRITE_ACTIONS = (DELTA_COMMIT, COMMIT)
+
+
+def parse(name: str) -> Optional[Tuple[str, str, str]]:
+    """(instant, action, state suffix: '', '.requested' or '.inflight') of a timeline file name."""
+    m = _NAME.match(name)
+    return (m[1], m[2], m[3] or "") if m else None
+
+
+class MetadataTimeline:
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.names = storage.list_names(TIMELINE_DIR) if storage.exists(TIMELINE_DIR) else []
+        self.entries: List[Tuple[str, str, str]] = sorted(p for p in map(parse, self.names) if p is not None)
+
+    def completed(self, actions=WRITE_ACTIONS) -> List[str]:
+        return sorted({instant for instant, action, state in self.entries if not state and action in actions})
+
+    def completed_instants(self) -> Set[str]:
+        return set(self.completed())
+
+    def pending(self) -> Dict[str, str]:
+        """Instant to action of every instant not completed."""
+        done = {(i, a) for i, a, s in self.entries if not s}
+        done |= {(i, COMPACTION) for i, a, s in self.entries if not s and a == COMMIT}
+        return {i: a for i, a, s in self.entries if s and (i, a) not in done}
+
+    def rolled_back(self) -> Set[str]:
+        """Instants a completed rollback undid."""
+        undone: Set[str] = set()
+        for instant in self.completed((ROLLBACK,)):
+            data = self.storage.read_bytes(posixpath.join(TIMELINE_DIR, f"{instant}.{ROLLBACK}"))
+            if data:
+                undone.update(avro_metadata.decode(data).get("commitsRollback") or [])
+        return undone
