@@ -39,6 +39,7 @@ def contents(table):
 
 # Each write kind and each phase once (seven kills, a Spark start-up each): the suite's time.
 DEFAULT_CASES = {("append", "requested"), ("insert_overwrite", "archive"), ("table", "before_publish"),
+                 ("merge", "metadata_deltacommit"),
                  ("merge", "compaction"), ("merge", "after_publish"), ("merge_parallel", "task"),
                  ("delete", "clean"), ("cluster", "task")}
 CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",

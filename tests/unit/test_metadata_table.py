@@ -1,10 +1,11 @@
-"""Dropping Hudi's metadata table (`metadata_table.drop`) as Hudi's writer does with the
+"""Dropping Hudi's metadata table (`MetadataTable.drop`) as Hudi's writer does with the
 metadata table off: the properties stop listing it first, then its folder goes; a drop killed
-between the two leaves a folder no reader looks at, which the next drop removes."""
+between the two leaves a folder no reader looks at, which the next drop removes. A dropped
+table keeps none from then on (`hudilite.metadata.enable=false`)."""
 
 import pytest
 
-from dbt.adapters.hudilite.table.format import metadata_table
+from dbt.adapters.hudilite.table.metadata.table import ENABLE_KEY, MetadataTable
 from dbt.adapters.hudilite.table.format import properties as props
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
@@ -35,23 +36,24 @@ def test_a_drop_killed_before_the_folder_went_is_finished_by_the_next(tmp_path, 
 
     monkeypatch.setattr(Storage, "delete_dir", killed)
     with pytest.raises(KeyboardInterrupt):
-        metadata_table.drop(storage)
+        MetadataTable(storage).drop()
     monkeypatch.undo()
     listed = props.loads((hoodie / "hoodie.properties").read_text())
     assert listed["hoodie.table.metadata.partitions"] == "" and listed["hoodie.table.checksum"] == "63966298"
+    assert listed[ENABLE_KEY] == "false" and not MetadataTable(storage).is_kept()
     assert (hoodie / "metadata").is_dir() and not (hoodie / ".hoodie.properties.crc").exists()
     assert props.TableConfig.from_properties(listed).not_writable is None  # writable already
 
-    assert metadata_table.drop(storage) is True  # the folder left behind goes
+    assert MetadataTable(storage).drop() is True  # the folder left behind goes
     assert not (hoodie / "metadata").exists()
     text = (hoodie / "hoodie.properties").read_text()
     assert not text.startswith(props.SAVED_BY_HUDILITE)  # still read as a table Java made
-    assert metadata_table.drop(storage) is False
+    assert MetadataTable(storage).drop() is False
 
 
 def test_a_table_without_a_metadata_table_is_left_as_it_is(tmp_path):
     storage, hoodie = java_table(tmp_path)
-    metadata_table.drop(storage)
+    MetadataTable(storage).drop()
     before = (hoodie / "hoodie.properties").read_text()
-    assert metadata_table.drop(storage) is False
+    assert MetadataTable(storage).drop() is False
     assert (hoodie / "hoodie.properties").read_text() == before

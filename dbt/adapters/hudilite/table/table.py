@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 from .services import clustering
 from .operations import insert as inserts
 from .services import maintenance
-from .format import metadata_table
+from .metadata.table import MetadataTable
 from .format import properties as props
 from .services import restore as restoring
 from .services import savepoint as savepointing
@@ -38,6 +38,7 @@ from .index.table_index import TableIndex
 from .format.instant import Instant
 from .format.keygen import EPOCH_MICROS
 from .storage.layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
+from .storage.lock import TableLock
 from .spark.reader import changed_rows
 from .format.schema import data_columns, to_avro, with_meta_columns
 from .storage.filesystem import Storage
@@ -126,7 +127,8 @@ class HudiTable:
         """Remove Hudi's metadata table as Hudi's writer does with hoodie.metadata.enable=false
         (`metadata_table`), so that hudilite may write the table; True when there was one.
         Java writers of the table must run with that setting from then on."""
-        dropped = metadata_table.drop(self.storage)
+        with TableLock(self.storage):
+            dropped = MetadataTable(self.storage).drop()
         if dropped:
             self.context = TableContext(self.spark, self.storage, read_config(self.storage))
         return dropped

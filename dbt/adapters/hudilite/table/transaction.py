@@ -19,6 +19,7 @@ pid is never trusted alone (another host, another pid namespace, a reused pid).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -30,7 +31,8 @@ from .format.commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError, CorruptTableError
 from .format.instant import INFLIGHT, RESTORE, Instant, is_instant_time, next_instant_time
-from .storage.layout import HOODIE_DIR, WRITERS_DIR, markers_dir, writer_instant, writer_path
+from .metadata.table import MetadataTable
+from .storage.layout import HOODIE_DIR, WRITERS_DIR, marker_path, markers_dir, writer_instant, writer_path
 from .storage.lock import TableLock
 from .storage.filesystem import Storage
 from .format.timeline import Timeline
@@ -42,6 +44,7 @@ CLOCK_SKEW_TOLERANCE_S = 30.0
 ROLLED_BACK = "rolled_back"  # another host's clock, or the storage server's, may run ahead
 
 _active_in_this_process: Set[str] = set()
+logger = logging.getLogger("hudilite")
 
 
 def marked_files(storage: Storage, instant: str) -> List[str]:
@@ -198,6 +201,7 @@ class WriteTransaction:
         self._stop = threading.Event()
         self._heartbeat: Optional[threading.Thread] = None
         self.completed = False
+        self.metadata_table = MetadataTable(storage)
 
     def __enter__(self) -> "WriteTransaction":
         rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
@@ -247,12 +251,25 @@ class WriteTransaction:
             reason = self.check() if self.check else None
             if reason:
                 raise ConcurrentWriteError(f"instant {self.instant} conflicts: {reason}; nothing of it was published")
+            # Hudi's order: the metadata table's deltacommit completes before the data instant.
+            self.metadata_table.record_commit(self.instant, metadata, self._mark)
+            faults.reach("metadata_deltacommit")
             try:
                 self.timeline.complete(self.instant, self.action, metadata)
             except OSError:
                 if not self._published_after_all():
                     raise
             self.completed = True
+            try:
+                self.metadata_table.after_publish()
+            except Exception as err:  # noqa: BLE001 - the write is committed; the next one compacts
+                logger.warning("table at %s: metadata table compaction failed, the next write retries it: %s",
+                               self.storage.base_path, err)
+
+    def _mark(self, path: str) -> None:
+        """A marker for a file of this instant outside its tasks (the metadata table's): a
+        rollback of the instant deletes it."""
+        self.storage.write_bytes(marker_path(self.instant, path), b"")
 
     def _published_after_all(self) -> bool:
         """Whether a publish that failed had landed after all. On an object store a PUT whose

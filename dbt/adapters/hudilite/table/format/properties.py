@@ -246,11 +246,6 @@ METADATA_PARTITIONS = ("hoodie.table.metadata.partitions", "hoodie.table.metadat
 
 def _not_writable(props: Dict[str, str]) -> Optional[str]:
     """Why a table Hudi's Java writer set up would not see (or would break under) our commits."""
-    if any(props.get(key) for key in METADATA_PARTITIONS):
-        return ("Hudi's metadata table is on (hoodie.table.metadata.partitions); hudilite does not keep it in step, so "
-                "Java readers would miss its commits. Set drop_metadata_table=true on the model (in the core: "
-                "HudiTable.drop_metadata_table()) to remove it as Hudi's own writer does with "
-                "hoodie.metadata.enable=false; Java writers of the table then need that setting too")
     if props.get("hoodie.datasource.write.partitionpath.urlencode", "false").lower() == "true":
         return ("its partition paths are URL-encoded (hoodie.datasource.write.partitionpath.urlencode=true); hudilite "
                 "writes plain partition paths")

@@ -12,7 +12,7 @@ import logging
 import posixpath
 import time
 from dataclasses import dataclass, replace
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..storage import faults
 from ..format import properties as props
@@ -30,6 +30,7 @@ from ..format.instant import (CLEAN, COMMIT, COMPLETED, INFLIGHT, REQUESTED, RES
                               Instant, instant_file_name, parse_instant_file_name)
 from ..storage.layout import (ARCHIVED_VIEW, HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR,
                               markers_dir, writer_path)
+from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
 from ..transaction import first_write_in_flight, marked_files, open_claims, reserve_service_time, rolled_back_claims
@@ -106,6 +107,7 @@ def _finish_clean(ctx: TableContext, instant: Instant, last_completed: str) -> N
     with TableLock(ctx.storage):
         done = replace(instant, state=COMPLETED)
         if done not in ctx.timeline.service_instants(CLEAN):
+            MetadataTable(ctx.storage).record_deletions(instant.timestamp, {p: names for p, (names, _) in outcome.items()})
             ctx.timeline.write_service_instant(done, CLEAN_METADATA, record)
 
 
@@ -354,6 +356,13 @@ def validate(ctx: TableContext) -> List[str]:
     on_disk = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))
     problems = check_table(props.loads(ctx.storage.read_text(PROPERTIES_FILE)), commits, ctx.timeline.pending(),
                            on_disk, required, ctx.timeline.archived().files)
+    committed = {s.path for _, m in commits for s in m.write_stats} | {f.path for f in ctx.timeline.archived().files}
+    live: Dict[str, Dict[str, int]] = {}
+    for path, size in on_disk.items():
+        if path in committed:
+            partition, _, name = path.rpartition("/")
+            live.setdefault(partition, {})[name] = size
+    problems += MetadataTable(ctx.storage).problems(live)
     view = ctx.timeline.view()
     # The index is checked against the snapshot, which cannot be read while a file of it is missing.
     readable = all(f.path in on_disk for f in view.latest_base_files())

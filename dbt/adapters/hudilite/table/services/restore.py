@@ -28,6 +28,7 @@ from ..errors import ConcurrentWriteError, TimelineError
 from ..format.instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
 from ..index.files import DELTA
 from ..storage.layout import HOODIE_DIR, PRIVATE_DIR, marker_path, parse_index_file_name
+from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
 from .savepoint import drop_savepoint
 from ..transaction import first_write_in_flight, marked_files, reserve_service_time, rollback, rollback_dead_writers
@@ -59,6 +60,9 @@ def restore(ctx: TableContext, as_of) -> List[str]:
             instant = replace(instant, state=INFLIGHT)
             ctx.timeline.write_service_instant(instant, RESTORE_PLAN, plan)
         deleted = {}
+        # The metadata table lists the files about to go: readers list storage from here on,
+        # and the next write builds it anew from the restored snapshot.
+        MetadataTable(ctx.storage).drop(keep_dropped=False)
         deltas = _index_deltas(ctx)
         for entry in plan["instantsToRollback"]:  # newest first
             deleted[entry["commitTime"]] = _roll_back_commit(ctx, entry["commitTime"], entry["action"],

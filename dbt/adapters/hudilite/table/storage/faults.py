@@ -4,7 +4,8 @@ kill the driver (its pid in `HUDILITE_KILL_PID`, inherited by the executors) so 
 phase inside the Spark job ends the whole write. Unset, `reach` costs one dict lookup.
 
 Phases: `requested` (instant claimed, requested and inflight written), `task` (a task closed
-its first base file), `before_publish` (files reconciled, nothing published), `after_publish`
+its first base file), `before_publish` (files reconciled, nothing published), `metadata_deltacommit`
+(the metadata table's deltacommit completed, the data instant not), `after_publish`
 (completed instant renamed into place, index work not done), `clean` (the cleaner recorded
 its plan and deleted one file), `compaction` (a new index base written, not published),
 `archive` (archived instants written and folded into the archived view, still on the active
@@ -29,7 +30,8 @@ KILL_AT = "HUDILITE_KILL_AT"
 KILL_PID = "HUDILITE_KILL_PID"
 KILL_BARRIER = "HUDILITE_KILL_BARRIER"
 BARRIER_TIMEOUT_S = 600.0
-PHASES = ("requested", "task", "before_publish", "after_publish", "clean", "compaction", "archive")  # the crash matrix's
+PHASES = ("requested", "task", "before_publish", "metadata_deltacommit", "after_publish", "clean", "compaction",
+          "archive")  # the crash matrix's
 
 
 def reach(phase: str) -> None:

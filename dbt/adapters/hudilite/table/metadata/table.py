@@ -1,0 +1,207 @@
+"""`MetadataTable`: what the data table's writers and services do to keep Hudi's metadata table
+(`.hoodie/metadata`) in step, as Hudi's own writer keeps it with `hoodie.metadata.enable=true`.
+
+hudilite keeps the `files` partition. The data table's `hoodie.table.metadata.partitions` says
+which partitions readers may use: `files` is listed only once its bootstrap completed; a
+partition someone else's writer added and hudilite does not keep (column_stats, partition_stats,
+record_index, ...) is taken off the list under the table lock before hudilite commits, then
+its folder goes, as Hudi's writer drops an index that was disabled. A table may opt out for
+good (`drop`, `hudilite.metadata.enable=false`): then readers list storage, as before.
+
+Every call that changes the metadata table runs under the data table's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from ..format import properties as props
+from ..format.commit import CommitMetadata
+from ..format.file_group import parse_base_file_name
+from ..storage.filesystem import Storage
+from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
+from .reader import FILES, MetadataTableReader
+from .timeline import parse
+from .writer import MetadataTableWriter, files_records
+
+logger = logging.getLogger("hudilite")
+
+PARTITIONS_KEY, INFLIGHT_KEY = props.METADATA_PARTITIONS
+ENABLE_KEY = "hudilite.metadata.enable"  # "false": this table keeps no metadata table (`drop`)
+KEPT = (FILES,)
+HADOOP_CHECKSUM = posixpath.join(posixpath.dirname(PROPERTIES_FILE), "." + posixpath.basename(PROPERTIES_FILE) + ".crc")
+DROPPED_HEADER = "#Updated by hudilite: Hudi's metadata table dropped (as hoodie.metadata.enable=false does)"
+_PENDING_DATA_ACTIONS = {"inflight"}  # v6's name of an inflight commit (`<T>.inflight`)
+
+
+def listed_partitions(properties: Dict[str, str], key: str = PARTITIONS_KEY) -> List[str]:
+    return [p for p in (properties.get(key) or "").split(",") if p]
+
+
+def data_instants(storage: Storage) -> Tuple[Set[str], Set[str]]:
+    """The data table's active instants of every action: (completed, pending)."""
+    completed, pending = set(), set()
+    for name in storage.list_names(HOODIE_DIR):
+        parsed = parse(name)
+        if parsed is None:
+            continue
+        instant, action, state = parsed
+        (pending if state or action in _PENDING_DATA_ACTIONS else completed).add(instant)
+    return completed, pending - completed
+
+
+def _write_properties(storage: Storage, text: str, changed: Dict[str, str], header: str) -> None:
+    listed = props.loads(text)
+    listed.update(changed)
+    header = props.SAVED_BY_HUDILITE if text.startswith(props.SAVED_BY_HUDILITE) else header
+    # Hadoop's local file system keeps a checksum beside each file Java wrote and refuses to
+    # read a file that no longer matches it; without one it reads the file unchecked.
+    if storage.exists(HADOOP_CHECKSUM):
+        storage.delete_file(HADOOP_CHECKSUM)
+    storage.write_atomic(PROPERTIES_FILE, props.dumps(listed, header).encode(), TMP_DIR)
+
+
+class MetadataTable:
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.writer = MetadataTableWriter(storage)
+
+    def _properties(self) -> Tuple[str, Dict[str, str]]:
+        text = self.storage.read_text(PROPERTIES_FILE)
+        return text, props.loads(text)
+
+    def is_kept(self) -> bool:
+        """Whether writes keep a metadata table (every table, unless it opted out)."""
+        return self._properties()[1].get(ENABLE_KEY, "true").lower() != "false"
+
+    def reader(self) -> Optional[MetadataTableReader]:
+        """The metadata table as readers see it; None when `files` is not listed."""
+        if FILES not in listed_partitions(self._properties()[1]):
+            return None
+        completed, pending = data_instants(self.storage)
+        return MetadataTableReader(self.storage, completed, pending, min(completed | pending, default=None))
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def record_commit(self, instant: str, metadata: CommitMetadata, on_file: Callable[[str], None]) -> None:
+        """Before data instant `instant` completes: its files in `files` (the metadata table
+        bootstrapped first if the table has none)."""
+        added: Dict[str, Dict[str, int]] = {}
+        for stat in metadata.write_stats:
+            added.setdefault(stat.partitionPath, {})[posixpath.basename(stat.path)] = stat.fileSizeInBytes
+        self._record(instant, files_records(added, {}, partitions_added=added), on_file)
+
+    def record_deletions(self, instant: str, deleted: Dict[str, Iterable[str]]) -> None:
+        """Before a clean (or another instant that deletes files) completes: the files it deleted."""
+        self._record(instant, files_records({}, {p: list(names) for p, names in deleted.items()}), None)
+
+    def _record(self, instant: str, records: Dict[str, dict], on_file: Optional[Callable[[str], None]]) -> None:
+        if not self.is_kept():
+            return
+        self.take_off_unkept()
+        if self.reader() is None:
+            self.bootstrap()
+        self.writer.deltacommit(instant, records, on_file)
+
+    def after_publish(self) -> None:
+        """After a data instant completed (under the lock): compact `files` when due."""
+        reader = self.reader()
+        if reader is None:
+            return
+        _, pending = data_instants(self.storage)
+        compacted = self.writer.compact_if_due(reader, bool(pending))
+        if compacted:
+            logger.info("table at %s: metadata table compacted at %s", self.storage.base_path, compacted)
+
+    def bootstrap(self) -> None:
+        """Build the metadata table from the snapshot's files, as Hudi's writer does on its first
+        commit with the metadata table on; listed in the properties once complete."""
+        text, listed = self._properties()
+        files = self._committed_files()
+        self.writer.create(listed.get("hoodie.table.name", "table"), files)
+        _write_properties(self.storage, text, {PARTITIONS_KEY: FILES, INFLIGHT_KEY: ""}, DROPPED_HEADER)
+        logger.info("table at %s: Hudi's metadata table built (%d files in %d partitions)", self.storage.base_path,
+                    sum(len(f) for f in files.values()), len(files))
+
+    def _committed_files(self) -> Dict[str, Dict[str, int]]:
+        """Every base file on storage that a completed instant wrote: by partition, name to size."""
+        from ..format.timeline import Timeline  # the data timeline: commit metadata and the archived view
+        timeline = Timeline(self.storage)
+        committed = {s.path for _, m in timeline.commits() for s in m.write_stats}
+        committed |= {f.path for f in timeline.archived().files}
+        files: Dict[str, Dict[str, int]] = {}
+        for path, size in self.storage.list_files_with_sizes(""):
+            if is_hoodie_path(path) or parse_base_file_name(path) is None or path not in committed:
+                continue
+            partition, _, name = path.rpartition("/")
+            files.setdefault(partition, {})[name] = size
+        for stat_path in committed:  # partitions whose every file was cleaned are still partitions
+            files.setdefault(stat_path.rpartition("/")[0], {})
+        return files
+
+    def take_off_unkept(self) -> List[str]:
+        """Take the metadata-table partitions hudilite does not keep off the table's list, then
+        delete them. Returns them."""
+        text, listed = self._properties()
+        partitions = listed_partitions(listed)
+        unkept = [p for p in partitions if p not in KEPT] + listed_partitions(listed, INFLIGHT_KEY)
+        if not unkept:
+            return []
+        _write_properties(self.storage, text, {PARTITIONS_KEY: ",".join(p for p in partitions if p in KEPT),
+                                               INFLIGHT_KEY: ""}, DROPPED_HEADER)
+        for partition in unkept:
+            self.storage.delete_dir(posixpath.join(METADATA_TABLE_DIR, partition))
+        logger.info("table at %s: metadata-table partitions hudilite does not keep taken off: %s",
+                    self.storage.base_path, ", ".join(unkept))
+        return unkept
+
+    def drop(self, keep_dropped: bool = True) -> bool:
+        """Remove the metadata table as Hudi's writer does with `hoodie.metadata.enable=false`:
+        the properties stop listing it first (from then on readers list storage), then its
+        folder goes; a drop killed between the two leaves a folder no reader looks at, which the
+        next drop or bootstrap removes. `keep_dropped`: the table keeps none from now on.
+        True when there was one to remove."""
+        text, listed = self._properties()
+        listing = any(listed.get(key) for key in props.METADATA_PARTITIONS)
+        changed = {key: "" for key in props.METADATA_PARTITIONS if key in listed or listing}
+        if keep_dropped and listed.get(ENABLE_KEY) != "false":
+            changed[ENABLE_KEY] = "false"
+        if changed:
+            _write_properties(self.storage, text, changed, DROPPED_HEADER)
+        folder = self.storage.exists(METADATA_TABLE_DIR)
+        if folder:
+            self.storage.delete_dir(METADATA_TABLE_DIR)
+        if listing or folder:
+            logger.info("table at %s: Hudi's metadata table dropped", self.storage.base_path)
+        return listing or folder
+
+    def enable(self) -> None:
+        """Keep a metadata table again (built on the next write)."""
+        text, listed = self._properties()
+        if listed.get(ENABLE_KEY) == "false":
+            _write_properties(self.storage, text, {ENABLE_KEY: "true"}, DROPPED_HEADER)
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def problems(self, live: Dict[str, Dict[str, int]]) -> List[str]:
+        """How the `files` partition differs from `live` (the snapshot's files on storage: by
+        partition, name to size): every live file listed with its size."""
+        reader = self.reader()
+        if reader is None:
+            return []
+        listed = reader.files(live.keys())
+        out = []
+        for partition, files in sorted(live.items()):
+            for name, size in sorted(files.items()):
+                have = listed.get(partition, {}).get(name)
+                if have is None:
+                    out.append(f"metadata table: {posixpath.join(partition, name)} is not listed in its files partition")
+                elif have != size:
+                    out.append(f"metadata table: {posixpath.join(partition, name)} is listed with {have} bytes, "
+                               f"storage has {size}")
+        missing = sorted(set(live) - set(reader.partitions()))
+        if missing:
+            out.append(f"metadata table: partitions {missing[:5]} are not in its partition list")
+        return out

@@ -1,0 +1,246 @@
+"""Keeping Hudi's metadata table in step with the data table, as Hudi's writer does:
+
+- `create`: the bootstrap. The metadata table's `hoodie.properties`, then deltacommit
+  `00000000000000010` whose base HFile of file group `files-0000-0` lists every partition and
+  every file of the snapshot's completed instants. The caller lists `files` in the data table's
+  properties afterwards, so a bootstrap cut short is never read.
+- `deltacommit`: for each data instant (commit, replacecommit, clean), before the data instant
+  completes, a deltacommit at the same instant time: one new log file of the `files` file group
+  holding one HFile data block (the partitions it touched, their added and deleted files). A
+  data instant that never completes leaves a deltacommit no reader takes (`reader`).
+- `compact_if_due`: after `MAX_DELTA_COMMITS` deltacommits on one base, and only when no data
+  instant is in flight (a later-completing one's log would be folded away), the file group's
+  valid records are folded into a new base HFile at `<latest deltacommit>001`, completed as a
+  commit. Slices older than the previous base are then cleaned.
+
+Log files are made with create-if-absent, one per deltacommit (object stores cannot append), at
+the next version after the newest one of the slice.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from ..format import avro_metadata, hfile, log_format, metadata_record
+from ..format import properties as props
+from ..format.file_group import hfile_name, log_file_name, parse_hfile_name, parse_log_file_name
+from ..storage.filesystem import Storage
+from ..storage.layout import METADATA_TABLE_DIR, TMP_DIR, PARTITION_METADATA
+from ..storage.lock import check_lease
+from ..errors import CorruptTableError
+from .reader import FILES, HFILE_DATA_BLOCK, FileSlice, MetadataTableReader, latest_slices
+from .timeline import COMMIT, COMPACTION, DELTA_COMMIT, TIMELINE_DIR
+
+INIT_INSTANT = "00000000000000010"  # the bootstrap's deltacommit, older than any data instant
+COMPACTION_SUFFIX = "001"
+MAX_DELTA_COMMITS = 10  # hoodie.metadata.compact.max.delta.commits
+FILES_GROUP = "files-0000-0"
+WRITE_TOKEN = "0-0-0"
+PROPERTIES = posixpath.join(TIMELINE_DIR, "hoodie.properties")
+SCHEMA_JSON = json.dumps(metadata_record.SCHEMA, separators=(",", ":"))
+
+COMPACTION_PLAN = {
+    "type": "record", "name": "HoodieCompactionPlan", "namespace": "org.apache.hudi.avro.model", "fields": [
+        {"name": "operations", "default": None, "type": ["null", {"type": "array", "items": {
+            "type": "record", "name": "HoodieCompactionOperation", "fields": [
+                {"name": "baseInstantTime", "type": ["null", "string"]},
+                {"name": "deltaFilePaths", "default": None, "type": ["null", {"type": "array", "items": "string"}]},
+                {"name": "dataFilePath", "default": None, "type": ["null", "string"]},
+                {"name": "fileId", "type": ["null", "string"]},
+                {"name": "partitionPath", "default": None, "type": ["null", "string"]},
+                {"name": "metrics", "default": None, "type": ["null", {"type": "map", "values": "double"}]},
+                {"name": "bootstrapFilePath", "default": None, "type": ["null", "string"]}]}}]},
+        {"name": "extraMetadata", "default": None, "type": ["null", {"type": "map", "values": "string"}]},
+        {"name": "version", "default": 1, "type": ["int", "null"]},
+        {"name": "strategy", "default": None, "type": ["null", {
+            "type": "record", "name": "HoodieCompactionStrategy", "fields": [
+                {"name": "compactorClassName", "default": None, "type": ["null", "string"]},
+                {"name": "strategyParams", "default": None, "type": ["null", {"type": "map", "values": "string"}]},
+                {"name": "version", "default": 1, "type": ["int", "null"]}]}]},
+        {"name": "preserveHoodieMetadata", "default": False, "type": ["boolean", "null"]}]}
+
+
+def metadata_properties(table_name: str) -> Dict[str, str]:
+    """The metadata table's `hoodie.properties`, as Hudi 0.15 writes it at table version 6."""
+    name = f"{table_name}_metadata"
+    return {
+        "hoodie.table.name": name,
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": props.TABLE_VERSION,
+        "hoodie.table.base.file.format": "HFILE",
+        "hoodie.table.recordkey.fields": "key",
+        "hoodie.table.keygenerator.class": "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.compaction.record.merger.strategy": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.archivelog.folder": "archived",
+        "hoodie.timeline.layout.version": "1",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.table.checksum": str(props.table_checksum("", name)),
+    }
+
+
+def files_cells(records: Dict[str, dict]) -> List[Tuple[bytes, bytes]]:
+    return [(key.encode(), metadata_record.encode(record)) for key, record in sorted(records.items(), key=lambda kv: kv[0].encode())]
+
+
+def files_records(added: Dict[str, Dict[str, int]], deleted: Dict[str, Iterable[str]],
+                  partitions_added: Iterable[str] = (), partitions_deleted: Iterable[str] = ()) -> Dict[str, dict]:
+    """The `files` records of one change: each touched partition's files record, and the
+    partition list when it gains or loses a partition."""
+    records = {}
+    for partition in sorted(set(added) | set(deleted)):
+        records[metadata_record.partition_key(partition)] = metadata_record.file_list(
+            added.get(partition, {}), deleted.get(partition, ()))
+    partitions_added, partitions_deleted = list(partitions_added), list(partitions_deleted)
+    if partitions_added or partitions_deleted:
+        records[metadata_record.ALL_PARTITIONS] = metadata_record.partition_list(partitions_added, partitions_deleted)
+    return records
+
+
+def _log_stat(partition: str, group: str, path: str, size: int, base: Optional[str], base_instant: str,
+              logs: List[str], writes: int) -> dict:
+    return {
+        "fileId": group, "path": path, "cdcStats": None, "prevCommit": base_instant, "numWrites": writes,
+        "numDeletes": 0, "numUpdateWrites": writes, "numInserts": 0, "totalWriteBytes": size, "totalWriteErrors": 0,
+        "tempPath": None, "partitionPath": partition, "totalLogRecords": 0, "totalLogFilesCompacted": 0,
+        "totalLogSizeCompacted": 0, "totalUpdatedRecordsCompacted": 0, "totalLogBlocks": 0,
+        "totalCorruptLogBlock": 0, "totalRollbackBlocks": 0, "fileSizeInBytes": size, "minEventTime": None,
+        "maxEventTime": None, "logVersion": int(path.rsplit(".log.", 1)[1].split("_")[0]) if ".log." in path else 0,
+        "logOffset": 0, "baseFile": base or "", "logFiles": logs}
+
+
+def _commit_json(stats: Dict[str, List[dict]], operation: str, compacted: bool = False) -> bytes:
+    body = {"partitionToWriteStats": stats, "compacted": compacted,
+            "extraMetadata": {} if compacted else {"schema": SCHEMA_JSON}, "operationType": operation}
+    return json.dumps(body, indent=2).encode()
+
+
+class MetadataTableWriter:
+    def __init__(self, storage: Storage):
+        self.storage = storage
+
+    def _path(self, *parts: str) -> str:
+        return posixpath.join(METADATA_TABLE_DIR, *parts)
+
+    def _timeline_path(self, instant: str, action: str, suffix: str = "") -> str:
+        return posixpath.join(TIMELINE_DIR, f"{instant}.{action}{suffix}")
+
+    def _publish(self, instant: str, action: str, body: bytes) -> None:
+        self.storage.publish(self._timeline_path(instant, action), body, TMP_DIR, lambda: check_lease(self.storage))
+
+    def exists(self) -> bool:
+        return self.storage.exists(PROPERTIES)
+
+    # -- bootstrap ---------------------------------------------------------------------------
+
+    def create(self, table_name: str, files: Dict[str, Dict[str, int]]) -> None:
+        """The metadata table of a snapshot whose files are `files` (partition to name to size)."""
+        if self.storage.exists(METADATA_TABLE_DIR):
+            self.storage.delete_dir(METADATA_TABLE_DIR)  # a bootstrap cut short, never listed
+        self.storage.write_bytes(PROPERTIES, props.dumps(metadata_properties(table_name)).encode())
+        self.storage.write_bytes(self._path(FILES, PARTITION_METADATA),
+                                 f"#partition metadata\ncommitTime={INIT_INSTANT}\npartitionDepth=1\n".encode())
+        self.storage.write_bytes(self._timeline_path(INIT_INSTANT, DELTA_COMMIT, ".requested"), b"")
+        self.storage.write_bytes(self._timeline_path(INIT_INSTANT, DELTA_COMMIT, ".inflight"), b"")
+        records = files_records(files, {}, partitions_added=files.keys())
+        if metadata_record.ALL_PARTITIONS not in records:
+            records[metadata_record.ALL_PARTITIONS] = metadata_record.partition_list()
+        data = hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()})
+        name = hfile_name(FILES_GROUP, WRITE_TOKEN, INIT_INSTANT)
+        self.storage.write_bytes(self._path(FILES, name), data)
+        stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), None, "null", [], len(records))
+        stat.update(numInserts=len(records), numUpdateWrites=0)
+        for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
+            stat.pop(key)
+        self._publish(INIT_INSTANT, DELTA_COMMIT, _commit_json({FILES: [stat]}, "BULK_INSERT"))
+
+    # -- one data instant --------------------------------------------------------------------
+
+    def deltacommit(self, instant: str, records: Dict[str, dict], on_file: Optional[callable] = None) -> None:
+        """Deltacommit `instant` of `files` records. `on_file(path)` is told of each file before it
+        is written (the caller's markers: a rollback of the data instant removes them)."""
+        if self.storage.exists(self._timeline_path(instant, DELTA_COMMIT)):
+            return  # recorded by an earlier attempt (a clean finished by the next cleaner)
+        requested = self._timeline_path(instant, DELTA_COMMIT, ".requested")
+        if on_file is not None:
+            for suffix in (".requested", ".inflight", ""):
+                on_file(self._timeline_path(instant, DELTA_COMMIT, suffix))
+        self.storage.write_bytes(requested, b"")
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), b"")
+        block = log_format.LogBlock(HFILE_DATA_BLOCK, {log_format.INSTANT_TIME: instant, log_format.SCHEMA: SCHEMA_JSON},
+                                    hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}))
+        data = log_format.encode_block(block)
+        folder = self._path(FILES)
+        names = self.storage.list_names(folder)
+        piece = self._latest_slice(names)
+        version = max([parse_log_file_name(n).version for n in piece.logs], default=0) + 1
+        while True:
+            name = log_file_name(FILES_GROUP, piece.base_instant, version, WRITE_TOKEN)
+            if on_file is not None:
+                on_file(posixpath.join(folder, name))
+            if self.storage.create_exclusive(posixpath.join(folder, name), data):
+                break
+            version += 1  # another writer took this version meanwhile
+        stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base, piece.base_instant,
+                         piece.logs + [name], len(records))
+        self._publish(instant, DELTA_COMMIT, _commit_json({FILES: [stat]}, "UPSERT_PREPPED"))
+
+    def _latest_slice(self, names: List[str]) -> FileSlice:
+        """The slice new logs join: the newest base, completed or being compacted."""
+        compactions = {entry.split(".")[0] for entry in self.storage.list_names(TIMELINE_DIR)
+                       if entry.endswith(f".{COMMIT}") or entry.endswith(f".{COMPACTION}.requested")}
+        compactions.add(INIT_INSTANT)
+        slices = latest_slices(names, lambda instant: instant in compactions or len(instant) == 17)
+        piece = slices.get(FILES_GROUP)
+        if piece is None or piece.base_instant is None:
+            raise CorruptTableError(f"{self.storage.base_path}: the metadata table's {FILES} partition has no base file")
+        return piece
+
+    # -- compaction --------------------------------------------------------------------------
+
+    def compact_if_due(self, reader: MetadataTableReader, data_in_flight: bool) -> Optional[str]:
+        """Compact `files` into a new base when due and safe; the compaction instant, or None."""
+        if data_in_flight or reader.timeline.pending():
+            return None
+        piece = reader.slices(FILES).get(FILES_GROUP)
+        if piece is None or piece.base is None or len(piece.logs) < MAX_DELTA_COMMITS:
+            return None
+        deltas = [i for i in reader.timeline.completed((DELTA_COMMIT,)) if i > piece.base_instant]
+        if not deltas:
+            return None
+        instant = deltas[-1] + COMPACTION_SUFFIX
+        plan = {"operations": [{
+            "baseInstantTime": piece.base_instant, "deltaFilePaths": piece.logs, "dataFilePath": piece.base,
+            "fileId": FILES_GROUP, "partitionPath": FILES, "metrics": {"TOTAL_LOG_FILES": float(len(piece.logs))},
+            "bootstrapFilePath": None}], "extraMetadata": None, "version": 2, "strategy": None,
+            "preserveHoodieMetadata": False}
+        self.storage.write_bytes(self._timeline_path(instant, COMPACTION, ".requested"),
+                                 avro_metadata.encode(COMPACTION_PLAN, plan))
+        self.storage.write_bytes(self._timeline_path(instant, COMPACTION, ".inflight"), b"")
+        records = reader.records(FILES)
+        data = hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()})
+        name = hfile_name(FILES_GROUP, WRITE_TOKEN, instant)
+        self.storage.write_bytes(self._path(FILES, name), data)
+        stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), None, piece.base_instant, [],
+                         len(records))
+        for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
+            stat.pop(key)
+        stat.update(totalLogFilesCompacted=len(piece.logs), totalLogBlocks=len(piece.logs))
+        self._publish(instant, COMMIT, _commit_json({FILES: [stat]}, "COMPACT", compacted=True))
+        self._clean_before(piece.base_instant)
+        return instant
+
+    def _clean_before(self, kept_base_instant: str) -> None:
+        """Delete the slices older than `kept_base_instant` (the previous base is kept, so a
+        reader that listed before the compaction still finds its files)."""
+        folder = self._path(FILES)
+        for name in self.storage.list_names(folder):
+            base = parse_hfile_name(name)
+            log = parse_log_file_name(name)
+            instant = base.instant if base else log.base_instant if log else None
+            if instant is not None and instant < kept_base_instant:
+                self.storage.delete_file(posixpath.join(folder, name))
+
