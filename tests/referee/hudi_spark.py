@@ -126,12 +126,16 @@ class HudiSpark:
         self._log.close()
 
 
+# Readers list files through the metadata table (1.x's default; 0.15's when asked).
+METADATA_ON = {"hoodie.metadata.enable": "true"}
+
+
 def snapshot_options(as_of: str = None) -> dict:
     """Hudi's snapshot query, or its time travel to `as_of`."""
-    return {"as.of.instant": as_of} if as_of else {}
+    return {**METADATA_ON, "as.of.instant": as_of} if as_of else dict(METADATA_ON)
 
 
 def changes_options(begin: str, end: str) -> dict:
     """Hudi's incremental query: commits after `begin` up to and including `end`."""
-    return {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": begin,
+    return {**METADATA_ON, "hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": begin,
             "hoodie.datasource.read.end.instanttime": end}

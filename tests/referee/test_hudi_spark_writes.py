@@ -11,9 +11,10 @@ from tests.referee.values import plain_rows
 SCHEMA = "id long, region string, ts long, v string"
 
 
-def hudi_options(table: HudiTable, operation: str, index: str) -> dict:
-    """Hudi's writer settings that match the table's own, with its metadata table off and the
-    table kept at version 6 (Hudi 1.x would upgrade it otherwise)."""
+def hudi_options(table: HudiTable, operation: str, index: str, metadata_table: bool = False) -> dict:
+    """Hudi's writer settings that match the table's own, with its metadata table off (or at
+    its default, on) and the table kept at version 6 (Hudi 1.x would upgrade it otherwise).
+    `index` RECORD_INDEX: Hudi's record index in the metadata table."""
     config = table.config
     options = {
         "hoodie.table.name": config.name,
@@ -23,13 +24,16 @@ def hudi_options(table: HudiTable, operation: str, index: str) -> dict:
         "hoodie.datasource.write.partitionpath.field": ",".join(config.partition_fields),
         "hoodie.datasource.write.keygenerator.class": config.keygen_class,
         "hoodie.datasource.write.hive_style_partitioning": str(config.hive_style_partitioning).lower(),
-        "hoodie.metadata.enable": "false",
         "hoodie.write.table.version": "6",
         "hoodie.write.auto.upgrade": "false",
         "hoodie.datasource.write.precombine.field": config.precombine_field or "ts",
     }
+    if not metadata_table:
+        options["hoodie.metadata.enable"] = "false"
     if index != "default":
         options["hoodie.index.type"] = index
+    if index == "RECORD_INDEX":
+        options["hoodie.metadata.record.index.enable"] = "true"
     return options
 
 
@@ -48,15 +52,17 @@ def _data(rows):
     return sorted(({"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in rows), key=repr)
 
 
-@pytest.mark.parametrize("index", ["default", "BLOOM"])
+@pytest.mark.parametrize("index", ["default", "RECORD_INDEX"])
 def test_hudi_writer_and_ours_take_turns_on_a_keyed_table(spark, hudi_spark, tmp_path, index):
+    """Hudi's writer at its defaults (the metadata table on), with its default index or its
+    record index: each side continues the other's metadata table."""
     table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
                              precombine="ts")
     table.upsert(spark.createDataFrame([(1, "eu", 1, "a"), (2, "us", 1, "b"), (3, "us", 1, "c")], SCHEMA))
 
     def java(operation, rows):
         hudi_spark.write(table.path, [{"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in rows], SCHEMA,
-                         hudi_options(table, operation, index))
+                         hudi_options(table, operation, index, metadata_table=True))
         return HudiTable.open(spark, table.path)
 
     table = java("upsert", [(1, "eu", 2, "java-updated"), (50, "eu", 1, "java-new")])
@@ -82,7 +88,7 @@ def test_hudi_writer_and_ours_take_turns_on_a_keyed_table(spark, hudi_spark, tmp
         [(2, "us", 6, "back"), (4, "eu", 5, "d2"), (70, "us", 6, "ours-70")])
 
 
-def test_a_table_hudi_wrote_with_its_metadata_table_is_refused_until_we_drop_it(spark, hudi_spark, tmp_path):
+def test_a_table_hudi_wrote_at_its_defaults_is_continued_with_its_metadata_table(spark, hudi_spark, tmp_path):
     path = str(tmp_path / "java_defaults")
     options = {
         "hoodie.table.name": "accounts", "hoodie.datasource.write.recordkey.field": "id",
@@ -92,28 +98,29 @@ def test_a_table_hudi_wrote_with_its_metadata_table_is_refused_until_we_drop_it(
     }
     hudi_spark.write(path, [{"id": 1, "region": "eu", "ts": 1, "v": "a"}, {"id": 2, "region": "us", "ts": 1, "v": "b"}],
                      SCHEMA, options)
-    assert (tmp_path / "java_defaults" / ".hoodie" / "metadata").is_dir()
+    assert (tmp_path / "java_defaults" / ".hoodie" / "metadata" / "files").is_dir()
     table = HudiTable.open(spark, path)
-    batch = spark.createDataFrame([(2, "us", 2, "ours"), (3, "eu", 2, "c")], SCHEMA)
-    with pytest.raises(Exception, match="drop_metadata_table=true"):
-        table.upsert(batch)
-    assert agree(table, hudi_spark, "after the refused write") == _data([(1, "eu", 1, "a"), (2, "us", 1, "b")])
+    table.upsert(spark.createDataFrame([(2, "us", 2, "ours"), (3, "eu", 2, "c")], SCHEMA))
+    properties = (tmp_path / "java_defaults" / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=files\n" in properties  # what we keep; Java's other indexes off the list
+    assert agree(table, hudi_spark, "our upsert on Hudi's table") == _data(
+        [(1, "eu", 1, "a"), (2, "us", 2, "ours"), (3, "eu", 2, "c")])
+    for step in range(3):  # Hudi's writer continues the metadata table we continued, and we again
+        hudi_spark.write(path, [{"id": 10 + step, "region": "us", "ts": 3, "v": f"java-{step}"}], SCHEMA, options)
+        table = HudiTable.open(spark, path)
+        table.upsert(spark.createDataFrame([(20 + step, "eu", 3, f"ours-{step}")], SCHEMA))
+        agree(table, hudi_spark, f"turn {step}")
 
+    # The escape hatch: the metadata table dropped for good, Hudi's writer then runs without one.
     assert table.drop_metadata_table() is True
     assert not (tmp_path / "java_defaults" / ".hoodie" / "metadata").exists()
-    properties = (tmp_path / "java_defaults" / ".hoodie" / "hoodie.properties").read_text()
-    assert "hoodie.table.metadata.partitions=\n" in properties and "hoodie.table.name=accounts" in properties
-    table.upsert(batch)
-    assert agree(table, hudi_spark, "our upsert after the drop") == _data(
-        [(1, "eu", 1, "a"), (2, "us", 2, "ours"), (3, "eu", 2, "c")])
-    # Hudi's writer continues it with the metadata table off, as the error says.
     hudi_spark.write(path, [{"id": 4, "region": "us", "ts": 3, "v": "java"}], SCHEMA,
                      dict(options, **{"hoodie.metadata.enable": "false"}))
     table = HudiTable.open(spark, path)
     table.upsert(spark.createDataFrame([(4, "us", 4, "ours-4")], SCHEMA))
-    assert agree(table, hudi_spark, "our upsert after Hudi's") == _data(
-        [(1, "eu", 1, "a"), (2, "us", 2, "ours"), (3, "eu", 2, "c"), (4, "us", 4, "ours-4")])
-    assert HudiTable.open(spark, path).drop_metadata_table() is False
+    assert not (tmp_path / "java_defaults" / ".hoodie" / "metadata").exists()
+    rows = agree(table, hudi_spark, "our upsert after the drop")
+    assert {r["id"]: r["v"] for r in rows}[4] == "ours-4" and len(rows) == 10
 
 
 def test_a_hudi_1_writer_without_the_version_settings_upgrades_the_table_which_we_then_refuse(spark, hudi_spark, tmp_path):

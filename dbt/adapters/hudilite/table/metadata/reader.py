@@ -3,11 +3,11 @@ partitions (`files`, `record_index`, ...) hold file groups of an HFile base and 
 data blocks, delete blocks and rollback command blocks.
 
 What a reader takes, as Hudi's reader does:
-- instants completed on the metadata table's timeline that are *valid*: the data table has
-  completed the same instant (a deltacommit of a data write still in flight, or rolled back, is
-  skipped), or the instant is the metadata table's own (its bootstrap, compactions: no data
-  instant of that time exists), or it is older than the data table's active timeline
-  (archived there);
+- instants completed on the metadata table's timeline (or archived there: older than its
+  active timeline) that are *valid*: the data table has completed the same instant (a
+  deltacommit of a data write still in flight, or rolled back, is skipped), or it is older than
+  the data table's active timeline (archived there, or the bootstrap's `00000000000000010`), or
+  it is the metadata table's own (a compaction's `<T>001`);
 - per file group, the latest base whose instant is valid, and the log files that follow it
   (named after that base's instant, or after a newer, still pending compaction), in version
   order; in them, the blocks of valid instants not rolled back by a command block;
@@ -36,6 +36,7 @@ HFILE_DATA_BLOCK = 4
 DELETE_BLOCK = 1
 COMMAND_BLOCK = 0
 ROLLBACK_COMMAND = 0  # HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK
+DATA_INSTANT_DIGITS = 17  # a data instant's time; the metadata table's own add digits (`<T>001`)
 
 # The content of a delete block (version 3): int32 version, int32 length, then the keys as one
 # HoodieDeleteRecordList in Avro binary (its ordering values are not needed to drop a key).
@@ -123,17 +124,17 @@ class MetadataTableReader:
         self.storage = storage
         self.timeline = MetadataTimeline(storage)
         completed = self.timeline.completed_instants()
+        # Instants older than the metadata table's active timeline were archived there: completed.
+        first_active = self.timeline.entries[0][0] if self.timeline.entries else None
         self.rolled_back = self.timeline.rolled_back()
 
         def valid(instant: str) -> bool:
-            if instant not in completed or instant in self.rolled_back:
+            archived = first_active is not None and instant < first_active
+            if (instant not in completed and not archived) or instant in self.rolled_back:
                 return False
-            if instant in data_completed:
-                return True
-            if instant in data_pending:
-                return False
-            return (data_first_active is None or instant < data_first_active
-                    or instant not in data_completed | data_pending)
+            if len(instant) != DATA_INSTANT_DIGITS:
+                return True  # the metadata table's own (a compaction: `<T>001`)
+            return instant in data_completed or (data_first_active is not None and instant < data_first_active)
         self.valid = valid
 
     def _partition_dir(self, partition: str) -> str:

@@ -24,7 +24,7 @@ from ..storage.filesystem import Storage
 from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
 from .reader import FILES, MetadataTableReader
 from .timeline import parse
-from .writer import MetadataTableWriter, files_records
+from .writer import MAX_DELTA_COMMITS, MetadataTableWriter, files_records
 
 logger = logging.getLogger("hudilite")
 
@@ -67,6 +67,7 @@ class MetadataTable:
     def __init__(self, storage: Storage):
         self.storage = storage
         self.writer = MetadataTableWriter(storage)
+        self._logs_after_last_write = 0  # `after_publish` looks further only when a compaction may be due
 
     def _properties(self) -> Tuple[str, Dict[str, str]]:
         text = self.storage.read_text(PROPERTIES_FILE)
@@ -103,10 +104,12 @@ class MetadataTable:
         self.take_off_unkept()
         if self.reader() is None:
             self.bootstrap()
-        self.writer.deltacommit(instant, records, on_file)
+        self._logs_after_last_write = self.writer.deltacommit(instant, records, on_file)
 
     def after_publish(self) -> None:
         """After a data instant completed (under the lock): compact `files` when due."""
+        if self._logs_after_last_write < MAX_DELTA_COMMITS:
+            return
         reader = self.reader()
         if reader is None:
             return

@@ -159,11 +159,12 @@ class MetadataTableWriter:
 
     # -- one data instant --------------------------------------------------------------------
 
-    def deltacommit(self, instant: str, records: Dict[str, dict], on_file: Optional[callable] = None) -> None:
+    def deltacommit(self, instant: str, records: Dict[str, dict], on_file: Optional[callable] = None) -> int:
         """Deltacommit `instant` of `files` records. `on_file(path)` is told of each file before it
-        is written (the caller's markers: a rollback of the data instant removes them)."""
+        is written (the caller's markers: a rollback of the data instant removes them). Returns
+        how many log files the slice has now (0 when an earlier attempt recorded it)."""
         if self.storage.exists(self._timeline_path(instant, DELTA_COMMIT)):
-            return  # recorded by an earlier attempt (a clean finished by the next cleaner)
+            return 0  # recorded by an earlier attempt (a clean finished by the next cleaner)
         requested = self._timeline_path(instant, DELTA_COMMIT, ".requested")
         if on_file is not None:
             for suffix in (".requested", ".inflight", ""):
@@ -187,6 +188,7 @@ class MetadataTableWriter:
         stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base, piece.base_instant,
                          piece.logs + [name], len(records))
         self._publish(instant, DELTA_COMMIT, _commit_json({FILES: [stat]}, "UPSERT_PREPPED"))
+        return len(piece.logs) + 1
 
     def _latest_slice(self, names: List[str]) -> FileSlice:
         """The slice new logs join: the newest base, completed or being compacted."""

@@ -1,0 +1,88 @@
+"""The metadata table as readers see it, built with our writer on a data timeline written by
+hand: deltacommits of data instants still in flight or gone are skipped, a compaction folds
+the valid ones, archived instants count as completed, deletions remove files."""
+
+from dbt.adapters.hudilite.table.format import metadata_record
+from dbt.adapters.hudilite.table.metadata.reader import FILES, MetadataTableReader
+from dbt.adapters.hudilite.table.metadata.table import data_instants
+from dbt.adapters.hudilite.table.metadata.writer import FILES_GROUP, MAX_DELTA_COMMITS, MetadataTableWriter, files_records
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
+
+T = [f"202611280800{i:05d}" for i in range(30)]  # 17-digit instant times, ascending
+
+
+def reader(storage):
+    completed, pending = data_instants(storage)
+    return MetadataTableReader(storage, completed, pending, min(completed | pending, default=None))
+
+
+def data_instant(tmp_path, instant, state):
+    hoodie = tmp_path / ".hoodie"
+    hoodie.mkdir(exist_ok=True)
+    (hoodie / f"{instant}.commit.requested").write_text("")
+    if state != "requested":
+        (hoodie / f"{instant}.inflight").write_text("")
+    if state == "completed":
+        (hoodie / f"{instant}.commit").write_text("{}")
+
+
+def new_table(tmp_path):
+    storage = Storage(str(tmp_path))
+    (tmp_path / ".hoodie").mkdir()
+    writer = MetadataTableWriter(storage)
+    writer.create("t", {"d1": {"a_1-0-0_x.parquet": 10}})
+    return storage, writer
+
+
+def test_only_deltacommits_of_completed_data_instants_are_read(tmp_path):
+    storage, writer = new_table(tmp_path)
+    data_instant(tmp_path, T[1], "completed")
+    writer.deltacommit(T[1], files_records({"d1": {"b": 20}}, {}, ["d1"]))
+    data_instant(tmp_path, T[2], "inflight")  # its writer is still at work
+    writer.deltacommit(T[2], files_records({"d2": {"c": 30}}, {}, ["d2"]))
+    writer.deltacommit(T[3], files_records({"d3": {"e": 1}}, {}, ["d3"]))  # its data instant is gone
+    data_instant(tmp_path, T[4], "completed")
+    writer.deltacommit(T[4], files_records({}, {"d1": ["a_1-0-0_x.parquet"]}))
+    seen = reader(storage)
+    assert seen.partitions() == ["d1"]
+    assert seen.files() == {"d1": {"b": 20}}
+    data_instant(tmp_path, T[2], "completed")  # it publishes after all
+    assert reader(storage).files() == {"d1": {"b": 20}, "d2": {"c": 30}}
+
+
+def test_a_compaction_folds_what_is_valid_and_waits_for_writes_in_flight(tmp_path):
+    storage, writer = new_table(tmp_path)
+    for i in range(1, MAX_DELTA_COMMITS + 1):
+        data_instant(tmp_path, T[i], "completed")
+        writer.deltacommit(T[i], files_records({"d1": {f"f{i}": i}}, {}, ["d1"]))
+    writer.deltacommit(T[20], files_records({"d9": {"zombie": 1}}, {}, ["d9"]))  # never completes
+    expected = {"d1": {"a_1-0-0_x.parquet": 10, **{f"f{i}": i for i in range(1, MAX_DELTA_COMMITS + 1)}}}
+    assert writer.compact_if_due(reader(storage), data_in_flight=True) is None
+    compacted = writer.compact_if_due(reader(storage), data_in_flight=False)
+    assert compacted == T[20] + "001"
+    names = [p.name for p in (tmp_path / ".hoodie" / "metadata" / "files").iterdir()]
+    assert f"{FILES_GROUP}_0-0-0_{compacted}.hfile" in names
+    after = reader(storage)
+    assert after.files() == expected
+    assert after.slices(FILES)[FILES_GROUP].logs == []
+    data_instant(tmp_path, T[21], "completed")
+    writer.deltacommit(T[21], files_records({"d1": {"g": 7}}, {}, ["d1"]))
+    assert [n.split(".log.")[0] for n in reader(storage).slices(FILES)[FILES_GROUP].logs] == [f".{FILES_GROUP}_{compacted}"]
+    assert reader(storage).files() == {"d1": {**expected["d1"], "g": 7}}
+
+
+def test_instants_archived_off_the_metadata_timeline_count_as_completed(tmp_path):
+    storage, writer = new_table(tmp_path)
+    data_instant(tmp_path, T[1], "completed")
+    writer.deltacommit(T[1], files_records({"d1": {"b": 20}}, {}, ["d1"]))
+    timeline = tmp_path / ".hoodie" / "metadata" / ".hoodie"
+    for name in [p.name for p in timeline.iterdir() if p.name.startswith("00000000000000010")]:
+        (timeline / name).unlink()  # the bootstrap's deltacommit archived
+    assert reader(storage).files() == {"d1": {"a_1-0-0_x.parquet": 10, "b": 20}}
+
+
+def test_a_files_record_keeps_the_larger_size_and_partitions_come_and_go():
+    older = metadata_record.fold_files(None, metadata_record.partition_list(["a", "b"]))
+    newer = metadata_record.fold_files(older, metadata_record.partition_list(["c"], deleted=["a"]))
+    assert metadata_record.listed(newer) == {"b": 0, "c": 0}
+    assert metadata_record.partition_key("") == "." and metadata_record.partition_of_key(".") == ""
