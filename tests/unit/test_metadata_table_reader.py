@@ -86,3 +86,24 @@ def test_a_files_record_keeps_the_larger_size_and_partitions_come_and_go():
     newer = metadata_record.fold_files(older, metadata_record.partition_list(["c"], deleted=["a"]))
     assert metadata_record.listed(newer) == {"b": 0, "c": 0}
     assert metadata_record.partition_key("") == "." and metadata_record.partition_of_key(".") == ""
+
+
+def test_a_second_compaction_cleans_and_archives_what_the_first_left(tmp_path):
+    storage, writer = new_table(tmp_path)
+    expected = {"a_1-0-0_x.parquet": 10}
+    compactions = []
+    for i in range(1, 2 * MAX_DELTA_COMMITS + 1):
+        data_instant(tmp_path, T[i], "completed")
+        writer.deltacommit(T[i], files_records({"d1": {f"f{i}": i}}, {}, ["d1"]))
+        expected[f"f{i}"] = i
+        compacted = writer.compact_if_due(reader(storage), data_in_flight=False)
+        if compacted:
+            compactions.append(compacted)
+    assert len(compactions) == 2
+    files = sorted(p.name for p in (tmp_path / ".hoodie" / "metadata" / "files").iterdir())
+    assert not [n for n in files if "00000000000000010" in n]  # the bootstrap's slice is gone
+    timeline = sorted(p.name for p in (tmp_path / ".hoodie" / "metadata" / ".hoodie").iterdir() if p.is_file())
+    assert min(timeline) >= compactions[0] and "00000000000000010.deltacommit" not in timeline
+    archived = list((tmp_path / ".hoodie" / "metadata" / ".hoodie" / "archived").iterdir())
+    assert [p.name for p in archived] == [".commits_.archive.1_1-0-1"]
+    assert reader(storage).files() == {"d1": expected}

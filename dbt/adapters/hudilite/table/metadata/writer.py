@@ -24,6 +24,8 @@ import posixpath
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..format import avro_metadata, hfile, log_format, metadata_record
+from ..format.archived_timeline import write_archive
+from ..format.instant import COMPLETED, Instant
 from ..format import properties as props
 from ..format.file_group import hfile_name, log_file_name, parse_hfile_name, parse_log_file_name
 from ..storage.filesystem import Storage
@@ -31,7 +33,9 @@ from ..storage.layout import METADATA_TABLE_DIR, TMP_DIR, PARTITION_METADATA
 from ..storage.lock import check_lease
 from ..errors import CorruptTableError
 from .reader import FILES, HFILE_DATA_BLOCK, FileSlice, MetadataTableReader, latest_slices
-from .timeline import COMMIT, COMPACTION, DELTA_COMMIT, TIMELINE_DIR
+from .timeline import COMMIT, COMPACTION, DELTA_COMMIT, TIMELINE_DIR, parse
+
+ARCHIVED_DIR = posixpath.join(TIMELINE_DIR, "archived")
 
 INIT_INSTANT = "00000000000000010"  # the bootstrap's deltacommit, older than any data instant
 COMPACTION_SUFFIX = "001"
@@ -233,7 +237,26 @@ class MetadataTableWriter:
         stat.update(totalLogFilesCompacted=len(piece.logs), totalLogBlocks=len(piece.logs))
         self._publish(instant, COMMIT, _commit_json({FILES: [stat]}, "COMPACT", compacted=True))
         self._clean_before(piece.base_instant)
+        self._archive_before(piece.base_instant)
         return instant
+
+    def _archive_before(self, kept_base_instant: str) -> None:
+        """Move the metadata table's instants older than the slice it keeps to its archived
+        timeline (`.hoodie/metadata/.hoodie/archived`, Hudi's archive format), so that its active
+        timeline stays short: their files were cleaned (`_clean_before`), and a reader counts an
+        instant older than the active timeline as completed."""
+        names = self.storage.list_names(TIMELINE_DIR)
+        old = sorted((parsed, name) for name in names for parsed in [parse(name)]
+                     if parsed is not None and parsed[0] < kept_base_instant)
+        completed = [(Instant(instant, action, COMPLETED), self.storage.read_text(posixpath.join(TIMELINE_DIR, name)))
+                     for (instant, action, state), name in old if not state and action in (DELTA_COMMIT, COMMIT)]
+        if not completed:
+            return
+        write_archive(self.storage, completed, ARCHIVED_DIR)
+        last = completed[-1][0].timestamp
+        for (instant, _, _), name in sorted(old, key=lambda entry: -entry[1].count(".")):  # completed files last
+            if instant <= last:
+                self.storage.delete_file(posixpath.join(TIMELINE_DIR, name))
 
     def _clean_before(self, kept_base_instant: str) -> None:
         """Delete the slices older than `kept_base_instant` (the previous base is kept, so a
