@@ -113,7 +113,6 @@ def alice_key(table, java_instants):
 
 
 @pytest.mark.parametrize("setting, message", [
-    ("hoodie.table.metadata.partitions=files", "metadata table is on"),
     ("hoodie.datasource.write.partitionpath.urlencode=true", "URL-encoded"),
     ("hoodie.table.keygenerator.class=org.apache.hudi.keygen.SqlKeyGenerator", "SqlKeyGenerator is not one"),
 ])
@@ -136,6 +135,23 @@ def test_a_java_table_set_up_in_ways_we_do_not_write_is_read_and_not_written(spa
         table.upsert(rows.where("id = 1").withColumn("longField", F.lit(0).cast("long")))
     after = sorted(os.path.relpath(os.path.join(d, n), table.path) for d, _, ns in os.walk(table.path) for n in ns)
     assert set(after) - set(before) == set() and set(before) - set(after) == set()
+
+
+def test_a_java_table_listing_a_metadata_table_it_lacks_gets_one_on_our_write(spark, tmp_path):
+    from dbt.adapters.hudilite.table.metadata.table import MetadataTable
+
+    table = java_table(spark, tmp_path, "v6_simplekeygen_nonhivestyle")
+    properties = os.path.join(table.path, ".hoodie", "hoodie.properties")
+    with open(properties, "a") as f:
+        f.write("hoodie.table.metadata.partitions=files,column_stats\n")
+    table = HudiTable.open(spark, table.path)
+    rows = table.read().drop(*[c for c in table.read().columns if c.startswith("_hoodie")])
+    table.upsert(rows.where("id = 1"))
+    assert "hoodie.table.metadata.partitions=files\n" in open(properties).read()
+    assert MetadataTable(table.context.storage).reader().partitions() == sorted(
+        {r._hoodie_partition_path for r in table.read().select("_hoodie_partition_path").collect()})
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
 
 
 def test_a_table_with_an_unreadable_archived_timeline_is_refused_naming_the_file(spark, tmp_path):

@@ -102,7 +102,7 @@ class MetadataTable:
         if not self.is_kept():
             return
         self.take_off_unkept()
-        if self.reader() is None:
+        if self.reader() is None or not self.writer.exists():  # none, or listed but not there
             self.bootstrap()
         self._logs_after_last_write = self.writer.deltacommit(instant, records, on_file)
 
