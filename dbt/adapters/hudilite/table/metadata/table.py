@@ -22,8 +22,8 @@ from ..format.commit import CommitMetadata
 from ..format.file_group import parse_base_file_name
 from ..storage.filesystem import Storage
 from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
-from .reader import FILES, MetadataTableReader
-from .timeline import parse
+from .reader import DATA_INSTANT_DIGITS, FILES, MetadataTableReader
+from .timeline import COMMIT, parse
 from .writer import MAX_DELTA_COMMITS, MetadataTableWriter, files_records
 
 logger = logging.getLogger("hudilite")
@@ -117,6 +117,24 @@ class MetadataTable:
         compacted = self.writer.compact_if_due(reader, bool(pending))
         if compacted:
             logger.info("table at %s: metadata table compacted at %s", self.storage.base_path, compacted)
+
+    def archivable_through(self) -> Optional[str]:
+        """Data instants at or before this may leave the active timeline; None: any may. As
+        Hudi's archiver: only those the metadata table folded into a compacted base (a reader
+        takes a deltacommit only while its data instant is on the active timeline)."""
+        reader = self.reader()
+        if reader is None:
+            return None
+        compactions = reader.timeline.completed((COMMIT,))
+        return compactions[-1][:DATA_INSTANT_DIGITS] if compactions else ""
+
+    def compact_now(self) -> Optional[str]:
+        """Compact `files` whatever its log count (for archival), when no data write is in flight."""
+        reader = self.reader()
+        if reader is None:
+            return None
+        _, pending = data_instants(self.storage)
+        return self.writer.compact_if_due(reader, bool(pending), now=True)
 
     def bootstrap(self) -> None:
         """Build the metadata table from the snapshot's files, as Hudi's writer does on its first

@@ -207,12 +207,13 @@ class MetadataTableWriter:
 
     # -- compaction --------------------------------------------------------------------------
 
-    def compact_if_due(self, reader: MetadataTableReader, data_in_flight: bool) -> Optional[str]:
-        """Compact `files` into a new base when due and safe; the compaction instant, or None."""
-        if data_in_flight or reader.timeline.pending():
+    def compact_if_due(self, reader: MetadataTableReader, data_in_flight: bool, now: bool = False) -> Optional[str]:
+        """Compact `files` into a new base when due (`now`: whenever it has a log) and safe; the
+        compaction instant, or None."""
+        if data_in_flight or COMPACTION in reader.timeline.pending().values():
             return None
         piece = reader.slices(FILES).get(FILES_GROUP)
-        if piece is None or piece.base is None or len(piece.logs) < MAX_DELTA_COMMITS:
+        if piece is None or piece.base is None or len(piece.logs) < (1 if now else MAX_DELTA_COMMITS):
             return None
         deltas = [i for i in reader.timeline.completed((DELTA_COMMIT,)) if i > piece.base_instant]
         if not deltas:

@@ -194,8 +194,9 @@ def clustering_due(ctx: TableContext, every: int) -> bool:
 def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> List[str]:
     """Move the oldest completed instants off the active timeline once more than
     `keep_max_commits` are on it, down to `keep_min_commits` (`archival` says which may go).
-    When only the record index's base holds instants back, the index is compacted (as Hudi
-    compacts its metadata table for archival) and archival goes on. Returns the archived instants."""
+    When only the record index's base or the metadata table's last compaction holds instants
+    back (Hudi's readers take a metadata deltacommit only while its data instant is active), both
+    are compacted and archival goes on. Returns the archived instants."""
     check_keep(keep_min_commits, keep_max_commits)
     chosen, held_by_index = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=True)
     if held_by_index:
@@ -203,6 +204,8 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
             ctx.compact_index()
         except ConcurrentWriteError:
             pass  # a write completed meanwhile; archival goes as far as the index base allows
+        with TableLock(ctx.storage):
+            MetadataTable(ctx.storage).compact_now()
         chosen = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=False)[0]
     return chosen
 
@@ -250,8 +253,12 @@ def _left_behind(ctx: TableContext, view: FileSystemView, through: str) -> bool:
 
 
 def _index_base(ctx: TableContext) -> Optional[str]:
+    """Instants after this are held back by the indexes: the record index's base, and the
+    metadata table's last compaction (None: no limit)."""
     state = ctx.index.state()
-    return state["base_instant"] if state else None
+    bounds = [b for b in (state["base_instant"] if state else None, MetadataTable(ctx.storage).archivable_through())
+              if b is not None]
+    return min(bounds) if bounds else None
 
 
 def _archivable_before(ctx: TableContext, view: FileSystemView, completed: List[str]) -> Optional[str]:
