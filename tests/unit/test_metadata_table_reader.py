@@ -107,3 +107,21 @@ def test_a_second_compaction_cleans_and_archives_what_the_first_left(tmp_path):
     archived = list((tmp_path / ".hoodie" / "metadata" / ".hoodie" / "archived").iterdir())
     assert [p.name for p in archived] == [".commits_.archive.1_1-0-1"]
     assert reader(storage).files() == {"d1": expected}
+
+
+def test_data_archival_waits_for_a_compaction_of_the_metadata_table(tmp_path):
+    from dbt.adapters.hudilite.table.metadata.table import MetadataTable
+
+    storage, writer = new_table(tmp_path)
+    (tmp_path / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=t\nhoodie.table.metadata.partitions=files\n")
+    table = MetadataTable(storage)
+    data_instant(tmp_path, T[1], "completed")
+    writer.deltacommit(T[1], files_records({"d1": {"b": 20}}, {}, ["d1"]))
+    assert table.archivable_through() == ""  # no compaction yet: no data instant may go
+    data_instant(tmp_path, T[2], "inflight")
+    assert table.compact_now() is None  # not while a write is in flight
+    (tmp_path / ".hoodie" / f"{T[2]}.commit").write_text("{}")
+    assert table.compact_now() == T[1] + "001"
+    assert table.archivable_through() == T[1]
+    (tmp_path / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=t\n")
+    assert table.archivable_through() is None  # no metadata table in use: no limit
