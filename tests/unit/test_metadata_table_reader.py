@@ -125,3 +125,18 @@ def test_data_archival_waits_for_a_compaction_of_the_metadata_table(tmp_path):
     assert table.archivable_through() == T[1]
     (tmp_path / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=t\n")
     assert table.archivable_through() is None  # no metadata table in use: no limit
+
+
+def test_delete_blocks_carry_keys_and_the_ordering_value_hudi_0_15_needs():
+    import io
+    import struct
+
+    import fastavro
+
+    from dbt.adapters.hudilite.table.metadata.reader import DELETE_RECORD_LIST, delete_block_content, deleted_keys
+
+    content = delete_block_content([("k1", "p"), ("k2", "")])
+    assert deleted_keys(content) == ["k1", "k2"]
+    version, length = struct.unpack_from(">ii", content)
+    records = fastavro.schemaless_reader(io.BytesIO(content[8:8 + length]), fastavro.parse_schema(DELETE_RECORD_LIST), None)
+    assert (version, [r["orderingVal"] for r in records["deleteRecordList"]]) == (3, [{"value": 0}, {"value": 0}])

@@ -59,10 +59,12 @@ DELETE_BLOCK_VERSION = 3
 
 
 def delete_block_content(keys: Iterable[Tuple[str, str]]) -> bytes:
-    """A delete block's content for (record key, partition path) pairs."""
+    """A delete block's content for (record key, partition path) pairs. The ordering value is
+    the int 0 Hudi's writer puts there (Hudi 0.15's reader fails on a null one)."""
     out = io.BytesIO()
     fastavro.schemaless_writer(out, _DELETES, {"deleteRecordList": [
-        {"recordKey": key, "partitionPath": partition, "orderingVal": None} for key, partition in keys]})
+        {"recordKey": key, "partitionPath": partition, "orderingVal": ("org.apache.hudi.avro.model.IntWrapper", {"value": 0})}
+        for key, partition in keys]})
     body = out.getvalue()
     return struct.pack(">ii", DELETE_BLOCK_VERSION, len(body)) + body
 

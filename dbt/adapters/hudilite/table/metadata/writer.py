@@ -169,28 +169,28 @@ class MetadataTableWriter:
         how many log files the slice has now (0 when an earlier attempt recorded it)."""
         if self.storage.exists(self._timeline_path(instant, DELTA_COMMIT)):
             return 0  # recorded by an earlier attempt (a clean finished by the next cleaner)
-        requested = self._timeline_path(instant, DELTA_COMMIT, ".requested")
         if on_file is not None:
             for suffix in (".requested", ".inflight", ""):
                 on_file(self._timeline_path(instant, DELTA_COMMIT, suffix))
-        self.storage.write_bytes(requested, b"")
-        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), b"")
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".requested"), b"")
         block = log_format.LogBlock(HFILE_DATA_BLOCK, {log_format.INSTANT_TIME: instant, log_format.SCHEMA: SCHEMA_JSON},
                                     hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}))
         data = log_format.encode_block(block)
         folder = self._path(FILES)
-        names = self.storage.list_names(folder)
-        piece = self._latest_slice(names)
+        piece = self._latest_slice(self.storage.list_names(folder))
         version = max([parse_log_file_name(n).version for n in piece.logs], default=0) + 1
         while True:
             name = log_file_name(FILES_GROUP, piece.base_instant, version, WRITE_TOKEN)
+            stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base,
+                             piece.base_instant, piece.logs + [name], len(records))
+            # The inflight names the log file, so that Hudi's writer can roll the deltacommit back.
+            self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"),
+                                     _commit_json({FILES: [stat]}, "UPSERT_PREPPED"))
             if on_file is not None:
                 on_file(posixpath.join(folder, name))
             if self.storage.create_exclusive(posixpath.join(folder, name), data):
                 break
             version += 1  # another writer took this version meanwhile
-        stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base, piece.base_instant,
-                         piece.logs + [name], len(records))
         self._publish(instant, DELTA_COMMIT, _commit_json({FILES: [stat]}, "UPSERT_PREPPED"))
         return len(piece.logs) + 1
 
