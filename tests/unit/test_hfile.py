@@ -101,3 +101,20 @@ def test_files_records_fold_newest_over_oldest():
     folded = metadata_record.fold_files(metadata_record.fold_files(None, base), log)
     assert metadata_record.listed(folded) == {"a": 12, "c": 5}
     assert json.dumps(metadata_record.SCHEMA)  # the schema is plain JSON
+
+
+def test_shards_of_many_keys_equal_javas_hash_key_by_key():
+    import random
+    import string
+
+    import numpy as np
+    import pyarrow as pa
+
+    rng = random.Random(7)
+    keys = ["".join(rng.choice(string.printable) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    keys += ["polygenelubricants", "héllo", "日本語", "𝄞x", ""]
+    array = pa.array(keys)
+    assert list(metadata_record.shards_of(array, 10)) == [metadata_record.shard_of(k, 10) for k in keys]
+    assert list(metadata_record.shards_of(array.slice(5, 50), 7)) == [metadata_record.shard_of(k, 7) for k in keys[5:55]]
+    assert metadata_record.shards_of(pa.array([], pa.string()), 3).tolist() == []
+    assert isinstance(metadata_record.shards_of(pa.array(["a"], pa.large_string()), 2), np.ndarray)

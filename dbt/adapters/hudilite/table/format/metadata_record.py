@@ -26,6 +26,8 @@ from datetime import datetime, timezone
 from typing import Dict, Iterable, Optional
 
 import fastavro
+import numpy as np
+import pyarrow as pa
 
 PARTITION_LIST = 1
 FILE_LIST = 2
@@ -231,3 +233,33 @@ def shard_of(record_key: str, shards: int) -> int:
     """The record_index file group of a key, as Hudi maps it (the key's hash code, sign dropped,
     modulo the number of file groups)."""
     return abs(java_string_hash(record_key)) % shards
+
+
+def shards_of(keys: pa.Array, shards: int) -> np.ndarray:
+    """`shard_of` for each of `keys` (a string array without nulls), vectorized: keys of one
+    length at a time, Horner's rule over their bytes as columns (Java hashes UTF-16 units, which
+    are the bytes of an ASCII key); other keys one by one."""
+    if pa.types.is_string(keys.type):
+        keys = keys.cast(pa.large_string())
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset:keys.offset + len(keys) + 1]
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8) if keys.buffers()[2] is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    hashes = np.zeros(len(keys), dtype=np.uint64)
+    ascii_ = np.ones(len(keys), dtype=bool)
+    mask = np.uint64(0xFFFFFFFF)
+    for length in np.unique(lengths):
+        which = np.nonzero(lengths == length)[0]
+        if length == 0:
+            continue
+        columns = data[starts[which][:, None] + np.arange(length)]
+        ascii_[which] = (columns < 128).all(axis=1)
+        h = np.zeros(len(which), dtype=np.uint64)
+        for column in columns.T:
+            h = (h * np.uint64(31) + column) & mask
+        hashes[which] = h
+    signed = hashes.astype(np.int64)
+    signed = np.where(signed >= 1 << 31, signed - (1 << 32), signed)
+    out = np.abs(signed) % shards
+    for i in np.nonzero(~ascii_)[0]:
+        out[i] = shard_of(keys[int(i)].as_py(), shards)
+    return out
