@@ -201,7 +201,8 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
     chosen, held_by_index = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=True)
     if held_by_index:
         try:
-            ctx.compact_index()
+            if ctx.index.is_built():
+                ctx.compact_index()
         except ConcurrentWriteError:
             pass  # a write completed meanwhile; archival goes as far as the index base allows
         with TableLock(ctx.storage):
