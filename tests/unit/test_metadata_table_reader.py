@@ -140,3 +140,45 @@ def test_delete_blocks_carry_keys_and_the_ordering_value_hudi_0_15_needs():
     version, length = struct.unpack_from(">ii", content)
     records = fastavro.schemaless_reader(io.BytesIO(content[8:8 + length]), fastavro.parse_schema(DELETE_RECORD_LIST), None)
     assert (version, [r["orderingVal"] for r in records["deleteRecordList"]]) == (3, [{"value": 0}, {"value": 0}])
+
+
+def test_a_rollback_leaves_a_log_another_writer_made_under_a_name_the_dead_one_marked(tmp_path):
+    from dbt.adapters.hudilite.table.format.instant import INFLIGHT, Instant
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+    from dbt.adapters.hudilite.table.storage.layout import marker_path
+    from dbt.adapters.hudilite.table.transaction import rollback
+
+    storage, writer = new_table(tmp_path)
+    dead = T[1]
+    data_instant(tmp_path, dead, "inflight")
+    name = ".hoodie/metadata/files/.files-0000-0_00000000000000010.log.1_0-0-0"
+    storage.write_bytes(marker_path(dead, name), b"")  # marked, then killed before creating it
+    data_instant(tmp_path, T[2], "completed")
+    writer.deltacommit(T[2], files_records({"d1": {"b": 20}}, {}, ["d1"]))  # takes that very name
+    assert (tmp_path / name).exists()
+    rollback(storage, Timeline(storage), Instant(dead, "commit", INFLIGHT))
+    assert (tmp_path / name).exists()
+    assert reader(storage).files() == {"d1": {"a_1-0-0_x.parquet": 10, "b": 20}}
+
+
+def test_new_logs_follow_a_compaction_still_pending_and_a_java_bootstrap_base(tmp_path):
+    storage, writer = new_table(tmp_path)
+    data_instant(tmp_path, T[1], "completed")
+    writer.deltacommit(T[1], files_records({"d1": {"b": 20}}, {}, ["d1"]))
+    timeline = tmp_path / ".hoodie" / "metadata" / ".hoodie"
+    (timeline / f"{T[1]}001.compaction.requested").write_bytes(b"")  # a compaction that died after its plan
+    data_instant(tmp_path, T[2], "completed")
+    writer.deltacommit(T[2], files_records({"d1": {"c": 30}}, {}, ["d1"]))
+    logs = sorted(p.name for p in (tmp_path / ".hoodie" / "metadata" / "files").iterdir() if ".log." in p.name)
+    assert logs[-1].startswith(f".files-0000-0_{T[1]}001.log.1_")
+    assert reader(storage).files() == {"d1": {"a_1-0-0_x.parquet": 10, "b": 20, "c": 30}}
+    # A base Hudi's writer made when it built the metadata table on a table with commits: <X>010.
+    folder = tmp_path / ".hoodie" / "metadata" / "files"
+    java_base = f"{T[2]}010"
+    (folder / f"files-0000-0_0-0-0_{java_base}.hfile").write_bytes((folder / "files-0000-0_0-0-0_00000000000000010.hfile").read_bytes())
+    for suffix in (".requested", ".inflight", ""):
+        (timeline / f"{java_base}.deltacommit{suffix}").write_text("{}" if not suffix else "")
+    (timeline / f"{T[1]}001.compaction.requested").unlink()
+    data_instant(tmp_path, T[3], "completed")
+    writer.deltacommit(T[3], files_records({"d1": {"e": 1}}, {}, ["d1"]))
+    assert any(n.startswith(f".files-0000-0_{java_base}.log.1_") for n in (p.name for p in folder.iterdir()))

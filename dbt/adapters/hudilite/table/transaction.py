@@ -143,8 +143,10 @@ def _rolled_back(storage: Storage, instant: str) -> bool:
 def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
     """Undo a pending instant: its data files first, its timeline files last, so a rollback
     that dies half-way is simply run again by the next writer."""
+    metadata_table = MetadataTable(storage)
     for path in marked_files(storage, instant.timestamp):
-        storage.delete_file(path)
+        if metadata_table.written_by(path, instant.timestamp):
+            storage.delete_file(path)
     storage.delete_dir(markers_dir(instant.timestamp))
     timeline.delete_pending(instant)
     # The claim stays as a tombstone so the instant time is never handed out again.

@@ -19,7 +19,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..format import properties as props
 from ..format.commit import CommitMetadata
-from ..format.file_group import parse_base_file_name
+from ..format import log_format
+from ..format.file_group import parse_base_file_name, parse_log_file_name
 from ..storage.filesystem import Storage
 from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
 from .reader import DATA_INSTANT_DIGITS, FILES, MetadataTableReader
@@ -203,6 +204,19 @@ class MetadataTable:
         text, listed = self._properties()
         if listed.get(ENABLE_KEY) == "false":
             _write_properties(self.storage, text, {ENABLE_KEY: "true"}, DROPPED_HEADER)
+
+    def written_by(self, path: str, instant: str) -> bool:
+        """Whether `path`, a file a write of `instant` marked, is that write's: a metadata log
+        file's name does not carry the instant, and another writer may have created the name a
+        dead one had marked (its blocks then carry the other instant)."""
+        log = parse_log_file_name(path)
+        if log is None or not path.startswith(METADATA_TABLE_DIR + "/"):
+            return True
+        try:
+            blocks = list(log_format.decode_blocks(self.storage.read_bytes(path)))
+        except FileNotFoundError:
+            return False
+        return all(block.header.get(log_format.INSTANT_TIME) == instant for block in blocks)
 
     # -- checks ------------------------------------------------------------------------------
 

@@ -195,14 +195,22 @@ class MetadataTableWriter:
         return len(piece.logs) + 1
 
     def _latest_slice(self, names: List[str]) -> FileSlice:
-        """The slice new logs join: the newest base, completed or being compacted."""
-        compactions = {entry.split(".")[0] for entry in self.storage.list_names(TIMELINE_DIR)
-                       if entry.endswith(f".{COMMIT}") or entry.endswith(f".{COMPACTION}.requested")}
-        compactions.add(INIT_INSTANT)
-        slices = latest_slices(names, lambda instant: instant in compactions or len(instant) == 17)
+        """The slice new logs join: the newest base a completed instant wrote (a bootstrap's,
+        Hudi's `<X>010` too, or a compaction's); past a compaction still pending, its instant,
+        as Hudi names them, so that completing it keeps the logs written meanwhile."""
+        entries = [parsed for parsed in map(parse, self.storage.list_names(TIMELINE_DIR)) if parsed is not None]
+        completed = {instant for instant, action, state in entries if not state and action in (DELTA_COMMIT, COMMIT)}
+        first_active = min((instant for instant, _, _ in entries), default=None)
+        slices = latest_slices(names, lambda instant: instant in completed or (first_active is not None and instant < first_active))
         piece = slices.get(FILES_GROUP)
         if piece is None or piece.base_instant is None:
             raise CorruptTableError(f"{self.storage.base_path}: the metadata table's {FILES} partition has no base file")
+        done = {instant for instant, action, state in entries if not state and action == COMMIT}
+        pending = [instant for instant, action, state in entries
+                   if action == COMPACTION and state == ".requested" and instant not in done and instant > piece.base_instant]
+        if pending:
+            piece = FileSlice(piece.file_group, None, max(pending),
+                              [n for n in piece.logs if parse_log_file_name(n).base_instant == max(pending)])
         return piece
 
     # -- compaction --------------------------------------------------------------------------
