@@ -21,6 +21,7 @@ from ..format import properties as props
 from ..format.commit import CommitMetadata
 from ..format import log_format
 from ..format.file_group import parse_base_file_name, parse_log_file_name
+from ..format.timeline import Timeline
 from ..storage.filesystem import Storage
 from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
 from .reader import DATA_INSTANT_DIGITS, FILES, MetadataTableReader
@@ -149,7 +150,6 @@ class MetadataTable:
 
     def _committed_files(self) -> Dict[str, Dict[str, int]]:
         """Every base file on storage that a completed instant wrote: by partition, name to size."""
-        from ..format.timeline import Timeline  # the data timeline: commit metadata and the archived view
         timeline = Timeline(self.storage)
         committed = {s.path for _, m in timeline.commits() for s in m.write_stats}
         committed |= {f.path for f in timeline.archived().files}
