@@ -42,6 +42,10 @@ def listed_partitions(properties: Dict[str, str], key: str = PARTITIONS_KEY) -> 
     return [p for p in (properties.get(key) or "").split(",") if p]
 
 
+def _kept(properties: Dict[str, str]) -> bool:
+    return properties.get(ENABLE_KEY, "true").lower() != "false"
+
+
 def data_instants(storage: Storage) -> Tuple[Set[str], Set[str]]:
     """The data table's active instants of every action: (completed, pending)."""
     completed, pending = set(), set()
@@ -77,7 +81,7 @@ class MetadataTable:
 
     def is_kept(self) -> bool:
         """Whether writes keep a metadata table (every table, unless it opted out)."""
-        return self._properties()[1].get(ENABLE_KEY, "true").lower() != "false"
+        return _kept(self._properties()[1])
 
     def reader(self) -> Optional[MetadataTableReader]:
         """The metadata table as readers see it; None when `files` is not listed."""
@@ -101,10 +105,13 @@ class MetadataTable:
         self._record(instant, files_records({}, {p: list(names) for p, names in deleted.items()}), None)
 
     def _record(self, instant: str, records: Dict[str, dict], on_file: Optional[Callable[[str], None]]) -> None:
-        if not self.is_kept():
+        # One read of the properties on this path (it runs under the lock of every commit).
+        text, listed = self._properties()
+        if not _kept(listed):
             return
-        self.take_off_unkept()
-        if self.reader() is None or not self.writer.exists():  # none, or listed but not there
+        if self._take_off_unkept(text, listed):
+            listed = self._properties()[1]
+        if FILES not in listed_partitions(listed) or not self.writer.exists():  # none, or listed but not there
             self.bootstrap()
         self._logs_after_last_write = self.writer.deltacommit(instant, records, on_file)
 
@@ -163,10 +170,9 @@ class MetadataTable:
             files.setdefault(stat_path.rpartition("/")[0], {})
         return files
 
-    def take_off_unkept(self) -> List[str]:
-        """Take the metadata-table partitions hudilite does not keep off the table's list, then
-        delete them. Returns them."""
-        text, listed = self._properties()
+    def _take_off_unkept(self, text: str, listed: Dict[str, str]) -> List[str]:
+        """Take the metadata-table partitions hudilite does not keep off the table's list (its
+        properties: `text`, parsed `listed`), then delete them. Returns them."""
         partitions = listed_partitions(listed)
         unkept = [p for p in partitions if p not in KEPT] + listed_partitions(listed, INFLIGHT_KEY)
         if not unkept:
