@@ -103,3 +103,46 @@ def test_a_restore_takes_the_metadata_table_down_and_the_next_write_builds_it_ag
     table.upsert(spark.createDataFrame([(3, "c", "d3")], SCHEMA))
     check(table, "after the restore")
     assert sorted(r.id for r in table.read().collect()) == [1, 3]
+
+
+def record_index_of(table):
+    """What the metadata table's record_index holds: key -> (partition, fileId)."""
+    located = MetadataTable(table.context.storage).record_index_locations()
+    assert located is not None, "the table lists no record_index"
+    return {k: (p, f) for k, p, f in zip(*(located.column(c).to_pylist() for c in ("key", "partition", "file_id")))}
+
+
+def snapshot_locations(table):
+    return {r._hoodie_record_key: (r._hoodie_partition_path, r._hoodie_file_name.split("_")[0])
+            for r in table.read().select("_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name").collect()}
+
+
+def check_record_index(table, step):
+    check(table, step)
+    assert record_index_of(table) == snapshot_locations(table), step
+
+
+def test_the_record_index_follows_every_action(spark, tmp_path):
+    table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by="day", record_key="id")
+    table.upsert(spark.createDataFrame([(i, "a", f"d{i % 3}") for i in range(30)], SCHEMA))
+    table.upsert(spark.createDataFrame([(1, "b", "d1"), (40, "new", "d4")], SCHEMA))  # builds it from the snapshot
+    properties = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=files,record_index\n" in properties
+    groups = {n.name.split("_")[0].lstrip(".") for n in (tmp_path / "t" / ".hoodie" / "metadata" / "record_index").iterdir()
+              if n.name.startswith((".record-index-", "record-index-"))}
+    assert groups == {f"record-index-{i:04d}-0" for i in range(10)}
+    check_record_index(table, "bootstrap and one upsert")
+    for step in range(MAX_DELTA_COMMITS + 1):  # enough deltacommits for a compaction of the metadata table
+        table.upsert(spark.createDataFrame([(step, f"s{step}", f"d{step % 3}"), (100 + step, "new", "d9")], SCHEMA))
+    check_record_index(table, "upserts and a compaction")
+    bases = [n.name for n in (tmp_path / "t" / ".hoodie" / "metadata" / "record_index").iterdir() if n.name.endswith("001.hfile")]
+    assert bases, "record_index was compacted"
+    table.insert_overwrite(spark.createDataFrame([(500, "over", "d1"), (4, "moved", "d1")], SCHEMA))
+    check_record_index(table, "insert_overwrite")
+    table.delete(spark.createDataFrame([(2,), (500,)], "id long"))
+    check_record_index(table, "delete")
+    table.upsert(spark.createDataFrame([(i, "big", f"d{i % 5}") for i in range(1000, 3000)], SCHEMA))
+    check_record_index(table, "a larger upsert")
+    table.clean(retain_commits=1)
+    check_record_index(table, "clean")
+    assert_hudi_rs_agrees(table)

@@ -202,7 +202,22 @@ class TableContext:
             raise self.error("nothing to index before the first commit")
         latest = completed[-1].timestamp
         with self._index_computed_from(completed):
-            return self.index.build(self.read(latest), latest, num_shards)
+            built = self.index.build(self.read(latest), latest, num_shards)
+        if isinstance(self.index, RecordIndex) and self.index.metadata_table.record_index_missing():
+            self.bootstrap_record_index()
+        return built
+
+    def bootstrap_record_index(self) -> None:
+        """Build the metadata table's record_index from the latest snapshot (a table that had
+        none, or whose partition Hudi's writer dropped); skipped while a write is in flight,
+        which the next write retries."""
+        latest = self.timeline.latest_completed()
+        if latest is None:
+            return
+        if not self.index.bootstrap_record_index(self.read(latest.timestamp), latest.timestamp,
+                                                 self.timeline.view(latest.timestamp)):
+            logger.info("table %s: a write is in flight; the metadata table's record index is built by a later write",
+                        self.name)
 
     @contextlib.contextmanager
     def _index_computed_from(self, completed: List[Instant]):
@@ -254,6 +269,8 @@ class TableContext:
             logger.info("table %s: %d commit(s) from another writer (%s ... %s) since the index was built; "
                         "building it again from the snapshot", self.name, len(foreign), foreign[0], foreign[-1])
             self.rebuild_index()
+        elif isinstance(self.index, RecordIndex) and self.index.metadata_table.record_index_missing():
+            self.bootstrap_record_index()
 
     # ---- the steps of a write ---------------------------------------------------------------
     def check_writable(self) -> None:
@@ -530,8 +547,23 @@ class TableContext:
         return to_arrow_schema(data_schema, timezone=self.spark.conf.get("spark.sql.session.timeZone"))
 
     def index_delta(self, instant: str, change: IndexChange) -> List[str]:
-        """The index files of a commit (none before the index is built)."""
-        return self.index.delta(instant, change) if self.index.is_built() else []
+        """The index files of a commit: hudilite's index (once built) and the metadata table's
+        record_index (once listed)."""
+        if isinstance(self.index, RecordIndex) or self.index.is_built():
+            return self.index.delta(instant, change)
+        return []
+
+    def keys_leaving(self, before: FileSystemView, replaced: Set[str], stats: List[WriteStat]) -> Optional[DataFrame]:
+        """Tombstones (key, file_id, deleted) of the keys of `replaced` file groups that the write
+        (`stats`) did not store again, for the metadata table's record_index (Hudi's writer
+        deletes them there; hudilite's own index takes replaced groups' entries as not live)."""
+        if not replaced or not isinstance(self.index, RecordIndex) or not self.index.metadata_table.record_index_listed():
+            return None
+        files = [g.latest for g in before.live_groups() if g.file_id in replaced]
+        stored = self.read_files(files).select(F.col(RECORD_KEY).alias("key"), F.substring_index(F.col(FILE_NAME), "_", 1).alias("file_id"))
+        again = self.index.written_rows(stats).select(F.col(RECORD_KEY).alias("key")) if stats else None
+        leaving = stored.join(again, "key", "left_anti") if again is not None else stored
+        return leaving.withColumn("deleted", F.lit(True))
 
     def commit(self, txn: WriteTransaction, operation: str, data_schema: T.StructType, stats: List[WriteStat],
                index_files: List[str], replaced: Optional[Dict[str, List[str]]] = None) -> str:
@@ -547,7 +579,8 @@ class TableContext:
             extra={**{CHECKPOINT_PREFIX + source: end for source, (_, end) in self.checkpoints.items()},
                    SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
         )
-        txn.commit(metadata, index_files)
+        planned = isinstance(self.index, RecordIndex) and txn.instant in self.index.record_index_planned
+        txn.commit(metadata, index_files, record_index_planned=planned)
         return txn.instant
 
     def after_commit(self, build_missing_index: bool = False) -> None:

@@ -31,6 +31,7 @@ from .format.commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError, CorruptTableError
 from .format.instant import INFLIGHT, RESTORE, Instant, is_instant_time, next_instant_time
+from .metadata.record_index import FOLDER as RECORD_INDEX_FOLDER
 from .metadata.table import MetadataTable
 from .storage.layout import HOODIE_DIR, WRITERS_DIR, marker_path, markers_dir, writer_instant, writer_path
 from .storage.lock import TableLock
@@ -230,16 +231,18 @@ class WriteTransaction:
             except OSError:
                 pass
 
-    def commit(self, metadata: CommitMetadata, private_files: Iterable[str] = ()) -> None:
+    def commit(self, metadata: CommitMetadata, private_files: Iterable[str] = (), record_index_planned: bool = False) -> None:
         """Keep exactly the files the successful task attempts reported (base files in the
-        metadata, hudilite's own such as index deltas apart), then, under the table lock,
-        check for conflicts and publish."""
+        metadata, others such as index deltas and the metadata table's record_index logs
+        apart), then, under the table lock, check for conflicts and publish.
+        `record_index_planned`: the write wrote record_index logs (maybe none) among them."""
         self._refuse_if_rolled_back()
         reported = {s.path for s in metadata.write_stats} | set(private_files)
         for path in marked_files(self.storage, self.instant):
             if path not in reported:  # a failed, retried or speculative attempt's file
                 self.storage.delete_file(path)
-        missing = [p for p in sorted(reported) if not self.storage.exists(p)]
+        sizes = {p: self._size(p) for p in reported if p.startswith(RECORD_INDEX_FOLDER + "/")}
+        missing = [p for p in sorted(reported) if (sizes[p] is None if p in sizes else not self.storage.exists(p))]
         if missing:
             raise CorruptTableError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
         faults.reach("before_publish")
@@ -254,7 +257,7 @@ class WriteTransaction:
             if reason:
                 raise ConcurrentWriteError(f"instant {self.instant} conflicts: {reason}; nothing of it was published")
             # Hudi's order: the metadata table's deltacommit completes before the data instant.
-            self.metadata_table.record_commit(self.instant, metadata, self._mark)
+            self.metadata_table.record_commit(self.instant, metadata, self._mark, sizes if record_index_planned else None)
             faults.reach("metadata_deltacommit")
             try:
                 self.timeline.complete(self.instant, self.action, metadata)
@@ -267,6 +270,12 @@ class WriteTransaction:
             except Exception as err:  # noqa: BLE001 - the write is committed; the next one compacts
                 logger.warning("table at %s: metadata table compaction failed, the next write retries it: %s",
                                self.storage.base_path, err)
+
+    def _size(self, path: str) -> Optional[int]:
+        try:
+            return self.storage.size(path)
+        except FileNotFoundError:
+            return None
 
     def _mark(self, path: str) -> None:
         """A marker for a file of this instant outside its tasks (the metadata table's): a

@@ -20,6 +20,7 @@ has more fields after these, with defaults, so either reads the other's records.
 from __future__ import annotations
 
 import io
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,6 +29,7 @@ from typing import Dict, Iterable, Optional
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 PARTITION_LIST = 1
 FILE_LIST = 2
@@ -87,6 +89,7 @@ SCHEMA = _record("HoodieMetadataRecord", [
         _optional("fileIdLowBits", "long"), _optional("fileIndex", "int"), _optional("fileId", _STRING),
         _optional("instantTime", "long"), {"name": "fileIdEncoding", "type": "int", "default": 0}])),
 ])
+SCHEMA_JSON = json.dumps(SCHEMA, separators=(",", ":"))
 _PARSED = fastavro.parse_schema(SCHEMA)
 _BY_SCHEMA: Dict[str, dict] = {}
 
@@ -103,7 +106,6 @@ def decode(value: bytes, writer_schema_json: Optional[str] = None) -> dict:
     if writer_schema_json is not None:
         schema = _BY_SCHEMA.get(writer_schema_json)
         if schema is None:
-            import json
             schema = _BY_SCHEMA[writer_schema_json] = fastavro.parse_schema(json.loads(writer_schema_json))
     return fastavro.schemaless_reader(io.BytesIO(value), schema, None)
 
@@ -263,3 +265,13 @@ def shards_of(keys: pa.Array, shards: int) -> np.ndarray:
     for i in np.nonzero(~ascii_)[0]:
         out[i] = shard_of(keys[int(i)].as_py(), shards)
     return out
+
+
+def record_index_values(partitions: pa.Array, file_ids: pa.Array, instants: pa.Array) -> pa.Array:
+    """The encoded `record_index` records of rows at (partition, file_id, instant), vectorized:
+    a record holds no key (the cell's row is the key), so rows of one location share one value,
+    encoded once."""
+    triples = pc.binary_join_element_wise(partitions.cast(pa.string()), file_ids.cast(pa.string()),
+                                          instants.cast(pa.string()), "\x00").dictionary_encode()
+    encoded = [encode(record_index(*triple.split("\x00"))) for triple in triples.dictionary.to_pylist()]
+    return pa.array(encoded, pa.binary()).take(triples.indices)

@@ -35,10 +35,14 @@ from .files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_
 from ..format.instant import Instant
 from ..storage.layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
 from ..spark.reader import literal_path
-from ..format.schema import COMMIT_TIME, FILE_NAME, RECORD_KEY
+from ..format.schema import COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from ..storage.filesystem import Storage
 from ..spark.jobs import run_task_job, settled
 from ..spark.writer import bounded_batches
+from ..metadata import record_index as metadata_record_index
+from ..metadata.record_index import RecordIndexFiles
+from ..metadata.table import MetadataTable
+from ..storage.lock import TableLock
 
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024
@@ -360,6 +364,11 @@ class LookupPlan:
 class RecordIndex(TableIndex):
     ROOT = RECORD_INDEX_DIR
 
+    def __init__(self, spark, storage: Storage, guard=None):
+        super().__init__(spark, storage, guard)
+        self.metadata_table = MetadataTable(storage)
+        self.record_index_planned: Set[str] = set()  # instants whose writes wrote record_index logs
+
     @property
     def num_shards(self) -> int:
         return self.sharding.num_shards
@@ -404,7 +413,11 @@ class RecordIndex(TableIndex):
 
     def delta(self, instant: str, change: IndexChange) -> List[str]:
         """The keys of new file groups and tombstones of deleted keys (rewritten groups keep
-        their keys; replaced groups' entries are not live)."""
+        their keys; replaced groups' entries are not live), in hudilite's index when it is built
+        and in the metadata table's record_index when it is listed."""
+        record_index_files = self.record_index_files(instant, change)
+        if not self.is_built() and record_index_files is None:
+            return []
         if not change.inserted and change.removed is None:
             return []
         # Every row of a new file group (a clustering's keep their commit time); of a topped-up
@@ -419,8 +432,61 @@ class RecordIndex(TableIndex):
         if change.removed is not None:
             parts.append(change.removed)
         entries = functools.reduce(lambda a, b: a.unionByName(b), parts)
-        state = self.state()
-        return sorted(self._write(entries, instant, DELTA, Sharding.of_state(state), entry_key_of(state)))
+        written = []
+        if record_index_files is not None:
+            written += [w["path"] for w in self.write_record_index(record_index_files, entries)]
+        if self.is_built():
+            state = self.state()
+            written += self._write(entries, instant, DELTA, Sharding.of_state(state), entry_key_of(state))
+        return sorted(written)
+
+    # -- the metadata table's record_index (RFC-8's place for the index; this one is its cache) --
+
+    def record_index_files(self, instant: str, change: IndexChange) -> Optional[RecordIndexFiles]:
+        """Where a write of `instant` puts its record_index entries; None while the metadata
+        table does not list record_index. A write that asked commits with its log files (even
+        none): `record_index_planned`."""
+        paths = self.metadata_table.record_index_log_paths(instant)
+        if paths is None:
+            return None
+        self.record_index_planned.add(instant)
+        locations = {s.fileId: (s.partitionPath, instant) for s in change.written}
+        return RecordIndexFiles(self.storage.base_path, instant, paths, locations)
+
+    def write_record_index(self, files: RecordIndexFiles, entries: DataFrame) -> List[dict]:
+        """Each shard's file of `entries` (key, file_id, deleted), a task per shard with entries:
+        (path, size, entries) of each."""
+        with_shards = entries.select("key", "file_id", "deleted").mapInArrow(
+            functools.partial(metadata_record_index.with_shard, files.num_shards), metadata_record_index.ENTRY_DDL + ", shard int")
+        out = (with_shards.repartition(files.num_shards, "shard")
+               .mapInArrow(functools.partial(metadata_record_index.write_task, files), "path string, size long, entries long"))
+        return [r.asDict() for r in settled(self.spark, out.collect)]
+
+    def check_record_index(self, snapshot: DataFrame, examples: int = 5) -> List[str]:
+        """The metadata table's record_index must hold exactly the snapshot's keys, each at its
+        file group (`snapshot`: the latest rows with their meta columns)."""
+        located = self.metadata_table.record_index_locations()
+        if located is None:
+            return []
+        indexed = self.spark.createDataFrame(located.to_pandas(), "key string, partition string, file_id string")
+        actual = snapshot.select(F.col(RECORD_KEY).alias("key"), F.col(PARTITION_PATH).alias("partition"),
+                                 file_id_of(F.col(FILE_NAME)).alias("file_id"))
+        problems = [f"metadata table: record_index lacks key '{r.key}' ({r.partition}, {r.file_id})"
+                    for r in actual.exceptAll(indexed).limit(examples).collect()]
+        problems += [f"metadata table: record_index holds key '{r.key}' at ({r.partition}, {r.file_id}), "
+                     "which the snapshot does not" for r in indexed.exceptAll(actual).limit(examples).collect()]
+        return problems
+
+    def bootstrap_record_index(self, snapshot: DataFrame, instant: str, view: FileSystemView) -> bool:
+        """Build the metadata table's record_index from `snapshot` (rows with meta columns) as of
+        completed `instant`, under the table lock (`MetadataTable.bootstrap_record_index`)."""
+        entries = snapshot.select(F.col(RECORD_KEY).alias("key"), file_id_of(F.col(FILE_NAME)).alias("file_id"),
+                                  F.lit(False).alias("deleted"))
+        locations = {f.file_id: (f.partition, f.instant) for f in view.latest_base_files()}
+        count = snapshot.count()
+        with TableLock(self.storage):
+            return self.metadata_table.bootstrap_record_index(
+                instant, lambda files: self.write_record_index(files, entries), locations, count)
 
     def visible_files(self, completed: List[Instant], as_of: Optional[str] = None,
                       state: Optional[dict] = None) -> FilesByShard:

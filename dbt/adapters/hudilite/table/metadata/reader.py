@@ -20,9 +20,10 @@ import io
 import posixpath
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import fastavro
+import pyarrow as pa
 
 from ..format import hfile, log_format, metadata_record
 from ..format.file_group import parse_log_file_name, parse_hfile_name
@@ -167,11 +168,18 @@ class MetadataTableReader:
                 self._apply_log(posixpath.join(folder, log), fold, found, wanted_rows)
         return {key: record for key, record in found.items() if record is not None}
 
-    def _apply_log(self, path: str, fold: Fold, found: Dict[str, Optional[dict]], wanted_rows) -> None:
+    def _blocks(self, path: str) -> Iterator[log_format.LogBlock]:
+        """The data and delete blocks of a log file that count: of valid instants."""
         for block in log_format.decode_blocks(self.storage.read_bytes(path)):
             instant = block.header.get(log_format.INSTANT_TIME)
             if block.block_type == COMMAND_BLOCK or instant is None or not self.valid(instant):
                 continue  # rollbacks are read from the timeline (`MetadataTimeline.rolled_back`)
+            if block.block_type not in (HFILE_DATA_BLOCK, DELETE_BLOCK):
+                raise log_format.LogFormatError(f"{path}: log block type {block.block_type} is not read in a metadata table")
+            yield block
+
+    def _apply_log(self, path: str, fold: Fold, found: Dict[str, Optional[dict]], wanted_rows) -> None:
+        for block in self._blocks(path):
             if block.block_type == HFILE_DATA_BLOCK:
                 reader = hfile.HFileReader.of_bytes(block.content)
                 schema = block.header.get(log_format.SCHEMA)
@@ -179,13 +187,43 @@ class MetadataTableReader:
                 for row, value in cells.items():
                     key = row.decode()
                     found[key] = fold(found.get(key), metadata_record.decode(value, schema))
-            elif block.block_type == DELETE_BLOCK:
+            else:
                 wanted = None if wanted_rows is None else set(wanted_rows)
                 for key in deleted_keys(block.content):
                     if wanted is None or key.encode() in wanted:
                         found[key] = None
-            else:
-                raise log_format.LogFormatError(f"{path}: log block type {block.block_type} is not read in a metadata table")
+
+    def folded_cells(self, partition: str, piece: FileSlice) -> Tuple[pa.Array, pa.Array]:
+        """The live cells (row, value) of one file group whose newer record replaces an older
+        one (record_index), in row order, values in our schema: what its compaction writes. The
+        values stay bytes; a value another schema wrote is re-encoded, once per distinct value."""
+        folder = self._partition_dir(partition)
+        found: Dict[bytes, Optional[bytes]] = {}
+        ours: Dict[Tuple[Optional[str], bytes], bytes] = {}
+
+        def in_our_schema(value: bytes, schema: Optional[str]) -> bytes:
+            if schema in (None, metadata_record.SCHEMA_JSON):
+                return value
+            if (schema, value) not in ours:
+                ours[schema, value] = metadata_record.encode(metadata_record.decode(value, schema))
+            return ours[schema, value]
+
+        if piece.base is not None:
+            reader = hfile.HFileReader.of_bytes(self.storage.read_bytes(posixpath.join(folder, piece.base)))
+            schema = reader.file_info.get(b"schema", b"").decode() or None
+            for row, value in reader.scan():
+                found[row] = in_our_schema(value, schema)
+        for log in piece.logs:
+            for block in self._blocks(posixpath.join(folder, log)):
+                if block.block_type == HFILE_DATA_BLOCK:
+                    schema = block.header.get(log_format.SCHEMA)
+                    for row, value in hfile.HFileReader.of_bytes(block.content).scan():
+                        found[row] = in_our_schema(value, schema)
+                else:
+                    for key in deleted_keys(block.content):
+                        found[key.encode()] = None
+        live = sorted((row, value) for row, value in found.items() if value is not None)
+        return pa.array([row for row, _ in live], pa.binary()), pa.array([value for _, value in live], pa.binary())
 
     def partitions(self) -> List[str]:
         """The data table's partition paths the `files` partition lists."""

@@ -17,16 +17,20 @@ import logging
 import posixpath
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+import pyarrow as pa
+
 from ..format import properties as props
 from ..format.commit import CommitMetadata
-from ..format import log_format
+from ..format import log_format, metadata_record
 from ..format.file_group import parse_base_file_name, parse_log_file_name
 from ..format.timeline import Timeline
 from ..storage.filesystem import Storage
 from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
-from .reader import DATA_INSTANT_DIGITS, FILES, MetadataTableReader
+from ..errors import ConcurrentWriteError
+from . import record_index
+from .reader import DATA_INSTANT_DIGITS, FILES, RECORD_INDEX, MetadataTableReader
 from .timeline import COMMIT, parse
-from .writer import MAX_DELTA_COMMITS, MetadataTableWriter, files_records
+from .writer import MAX_DELTA_COMMITS, WRITE_TOKEN, MetadataTableWriter, files_records
 
 logger = logging.getLogger("hudilite")
 
@@ -44,6 +48,12 @@ def listed_partitions(properties: Dict[str, str], key: str = PARTITIONS_KEY) -> 
 
 def _kept(properties: Dict[str, str]) -> bool:
     return properties.get(ENABLE_KEY, "true").lower() != "false"
+
+
+def _keyed(properties: Dict[str, str]) -> bool:
+    """A table with record key fields: its keys go in record_index (auto keys' do not: hudilite
+    finds them by their runs, `key_ranges`)."""
+    return bool(properties.get("hoodie.table.recordkey.fields"))
 
 
 def data_instants(storage: Storage) -> Tuple[Set[str], Set[str]]:
@@ -92,28 +102,86 @@ class MetadataTable:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def record_commit(self, instant: str, metadata: CommitMetadata, on_file: Callable[[str], None]) -> None:
+    def record_commit(self, instant: str, metadata: CommitMetadata, on_file: Callable[[str], None],
+                      record_index_logs: Optional[Dict[str, int]] = None) -> None:
         """Before data instant `instant` completes: its files in `files` (the metadata table
-        bootstrapped first if the table has none)."""
+        bootstrapped first if the table has none) and the record_index log files its tasks
+        wrote (path to size; None: the write planned none, as the partition was not listed
+        when it began, which a keyed write may no longer do once it is)."""
         added: Dict[str, Dict[str, int]] = {}
         for stat in metadata.write_stats:
             added.setdefault(stat.partitionPath, {})[posixpath.basename(stat.path)] = stat.fileSizeInBytes
-        self._record(instant, files_records(added, {}, partitions_added=added), on_file)
+        self._record(instant, files_records(added, {}, partitions_added=added), on_file, record_index_logs,
+                     keyed_write=bool(metadata.write_stats))
 
     def record_deletions(self, instant: str, deleted: Dict[str, Iterable[str]]) -> None:
         """Before a clean (or another instant that deletes files) completes: the files it deleted."""
         self._record(instant, files_records({}, {p: list(names) for p, names in deleted.items()}), None)
 
-    def _record(self, instant: str, records: Dict[str, dict], on_file: Optional[Callable[[str], None]]) -> None:
+    def _record(self, instant: str, records: Dict[str, dict], on_file: Optional[Callable[[str], None]],
+                record_index_logs: Optional[Dict[str, int]] = None, keyed_write: bool = False) -> None:
         # One read of the properties on this path (it runs under the lock of every commit).
         text, listed = self._properties()
         if not _kept(listed):
             return
         if self._take_off_unkept(text, listed):
-            listed = self._properties()[1]
+            text, listed = self._properties()
         if FILES not in listed_partitions(listed) or not self.writer.exists():  # none, or listed but not there
             self.bootstrap()
-        self._logs_after_last_write = self.writer.deltacommit(instant, records, on_file)
+            text, listed = self._properties()
+        if RECORD_INDEX in listed_partitions(listed) and record_index_logs is None and keyed_write and _keyed(listed):
+            raise ConcurrentWriteError(
+                f"table at {self.storage.base_path}: the record index of Hudi's metadata table was built while "
+                f"instant {instant} ran, which did not write its keys there; nothing was published. Run it again")
+        self._logs_after_last_write = self.writer.deltacommit(instant, records, on_file, record_index_logs)
+
+    def keeps_record_index(self) -> bool:
+        """Whether writes keep the record_index partition (a keyed table that keeps a metadata table)."""
+        listed = self._properties()[1]
+        return _kept(listed) and _keyed(listed)
+
+    def record_index_missing(self) -> bool:
+        """Whether writes keep a record_index that is not (or no longer) listed: to be built."""
+        listed = self._properties()[1]
+        return _kept(listed) and _keyed(listed) and RECORD_INDEX not in listed_partitions(listed)
+
+    def record_index_listed(self) -> bool:
+        return RECORD_INDEX in listed_partitions(self._properties()[1])
+
+    def record_index_log_paths(self, instant: str) -> Optional[Tuple[str, ...]]:
+        """The record_index log files a write of `instant` writes, by shard; None while the
+        partition is not listed (a write then writes none; `record_commit` refuses it once it is)."""
+        if not self.record_index_listed():
+            return None
+        slices = self.writer.record_index_slices()
+        return record_index.log_paths(instant, slices, len(slices))
+
+    def bootstrap_record_index(self, data_instant: str, write: Callable[[record_index.RecordIndexFiles], List[dict]],
+                               locations: Dict[str, Tuple[str, str]], num_keys: int) -> bool:
+        """Under the table lock: build the record_index partition as of completed data instant
+        `data_instant` (the latest), as Hudi's writer does when its record index is turned on:
+        `write(files)` writes each shard's base (the snapshot's keys), then the deltacommit
+        `<data_instant>011` completes and the partition is listed. Refused (False) while a data
+        write is in flight: it would not write its keys there."""
+        completed, pending = data_instants(self.storage)
+        if pending or (completed and max(completed) != data_instant):
+            return False
+        text, listed = self._properties()
+        if FILES not in listed_partitions(listed) or not self.writer.exists():
+            self.bootstrap()
+        instant = f"{data_instant}{record_index.INIT_OFFSET:03d}"
+        num_shards = record_index.file_group_count(num_keys)
+        self.writer.begin_record_index(instant)
+        files = record_index.RecordIndexFiles(self.storage.base_path, instant,
+                                              record_index.base_paths(instant, num_shards, WRITE_TOKEN), locations,
+                                              bootstrap=True)
+        self.writer.finish_record_index(instant, num_shards, write(files))
+        text, listed = self._properties()
+        partitions = sorted(set(listed_partitions(listed)) | {RECORD_INDEX})
+        _write_properties(self.storage, text, {PARTITIONS_KEY: ",".join(partitions)}, DROPPED_HEADER)
+        logger.info("table at %s: the record index of Hudi's metadata table built (%d keys in %d file groups)",
+                    self.storage.base_path, num_keys, num_shards)
+        return True
 
     def after_publish(self) -> None:
         """After a data instant completed (under the lock): compact `files` when due."""
@@ -174,10 +242,11 @@ class MetadataTable:
         """Take the metadata-table partitions hudilite does not keep off the table's list (its
         properties: `text`, parsed `listed`), then delete them. Returns them."""
         partitions = listed_partitions(listed)
-        unkept = [p for p in partitions if p not in KEPT] + listed_partitions(listed, INFLIGHT_KEY)
+        kept = KEPT + ((RECORD_INDEX,) if _keyed(listed) else ())
+        unkept = [p for p in partitions if p not in kept] + listed_partitions(listed, INFLIGHT_KEY)
         if not unkept:
             return []
-        _write_properties(self.storage, text, {PARTITIONS_KEY: ",".join(p for p in partitions if p in KEPT),
+        _write_properties(self.storage, text, {PARTITIONS_KEY: ",".join(p for p in partitions if p in kept),
                                                INFLIGHT_KEY: ""}, DROPPED_HEADER)
         for partition in unkept:
             self.storage.delete_dir(posixpath.join(METADATA_TABLE_DIR, partition))
@@ -225,6 +294,26 @@ class MetadataTable:
         return all(block.header.get(log_format.INSTANT_TIME) == instant for block in blocks)
 
     # -- checks ------------------------------------------------------------------------------
+
+    def record_index_locations(self) -> Optional[pa.Table]:
+        """Every key record_index holds with its location (key, partition, file_id); None when
+        it is not listed. Each distinct value is decoded once (a file group's keys share one)."""
+        reader = self.reader()
+        if reader is None or not self.record_index_listed():
+            return None
+        keys, partitions, file_ids = [], [], []
+        for piece in reader.slices(RECORD_INDEX).values():
+            rows, values = reader.folded_cells(RECORD_INDEX, piece)
+            distinct = values.dictionary_encode()
+            where = [metadata_record.location_of(metadata_record.decode(v)) for v in distinct.dictionary.to_pylist()]
+            keys.append(rows.cast(pa.string()))
+            partitions.append(pa.array([w.partition_path for w in where], pa.string()).take(distinct.indices))
+            file_ids.append(pa.array([w.file_id for w in where], pa.string()).take(distinct.indices))
+        if not keys:
+            return pa.table({"key": pa.array([], pa.string()), "partition": pa.array([], pa.string()),
+                             "file_id": pa.array([], pa.string())})
+        return pa.table({"key": pa.concat_arrays(keys), "partition": pa.concat_arrays(partitions),
+                         "file_id": pa.concat_arrays(file_ids)})
 
     def problems(self, live: Dict[str, Dict[str, int]]) -> List[str]:
         """How the `files` partition differs from `live` (the snapshot's files on storage: by

@@ -32,7 +32,9 @@ from ..storage.filesystem import Storage
 from ..storage.layout import METADATA_TABLE_DIR, TMP_DIR, PARTITION_METADATA
 from ..storage.lock import check_lease
 from ..errors import CorruptTableError
-from .reader import FILES, HFILE_DATA_BLOCK, FileSlice, MetadataTableReader, latest_slices
+from .reader import (DELETE_BLOCK, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, FileSlice, MetadataTableReader,
+                     delete_block_content, latest_slices)
+from .record_index import file_group
 from .timeline import COMMIT, COMPACTION, DELTA_COMMIT, TIMELINE_DIR, parse
 
 ARCHIVED_DIR = posixpath.join(TIMELINE_DIR, "archived")
@@ -43,7 +45,7 @@ MAX_DELTA_COMMITS = 10  # hoodie.metadata.compact.max.delta.commits
 FILES_GROUP = "files-0000-0"
 WRITE_TOKEN = "0-0-0"
 PROPERTIES = posixpath.join(TIMELINE_DIR, "hoodie.properties")
-SCHEMA_JSON = json.dumps(metadata_record.SCHEMA, separators=(",", ":"))
+SCHEMA_JSON = metadata_record.SCHEMA_JSON
 
 COMPACTION_PLAN = {
     "type": "record", "name": "HoodieCompactionPlan", "namespace": "org.apache.hudi.avro.model", "fields": [
@@ -163,10 +165,12 @@ class MetadataTableWriter:
 
     # -- one data instant --------------------------------------------------------------------
 
-    def deltacommit(self, instant: str, records: Dict[str, dict], on_file: Optional[callable] = None) -> int:
-        """Deltacommit `instant` of `files` records. `on_file(path)` is told of each file before it
-        is written (the caller's markers: a rollback of the data instant removes them). Returns
-        how many log files the slice has now (0 when an earlier attempt recorded it)."""
+    def deltacommit(self, instant: str, records: Dict[str, dict], on_file: Optional[callable] = None,
+                    record_index_logs: Optional[Dict[str, int]] = None) -> int:
+        """Deltacommit `instant` of `files` records and of the `record_index` log files its tasks
+        wrote (path to size). `on_file(path)` is told of each file before it is written (the
+        caller's markers: a rollback of the data instant removes them). Returns how many log
+        files the `files` slice has now (0 when an earlier attempt recorded it)."""
         if self.storage.exists(self._timeline_path(instant, DELTA_COMMIT)):
             return 0  # recorded by an earlier attempt (a clean finished by the next cleaner)
         if on_file is not None:
@@ -177,76 +181,138 @@ class MetadataTableWriter:
                                     hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}))
         data = log_format.encode_block(block)
         folder = self._path(FILES)
-        piece = self._latest_slice(self.storage.list_names(folder))
+        piece = self.latest_slices(FILES)[FILES_GROUP]
         version = max([parse_log_file_name(n).version for n in piece.logs], default=0) + 1
+        stats = {RECORD_INDEX: [_log_stat(RECORD_INDEX, parse_log_file_name(path).file_id,
+                                          posixpath.relpath(path, METADATA_TABLE_DIR), size, None,
+                                          parse_log_file_name(path).base_instant, [posixpath.basename(path)], 0)
+                                for path, size in sorted((record_index_logs or {}).items())]}
+        stats = {k: v for k, v in stats.items() if v}
         while True:
             name = log_file_name(FILES_GROUP, piece.base_instant, version, WRITE_TOKEN)
-            stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base,
-                             piece.base_instant, piece.logs + [name], len(records))
-            # The inflight names the log file, so that Hudi's writer can roll the deltacommit back.
+            stats[FILES] = [_log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base,
+                                      piece.base_instant, piece.logs + [name], len(records))]
+            # The inflight names the log files, so that Hudi's writer can roll the deltacommit back.
             self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"),
-                                     _commit_json({FILES: [stat]}, "UPSERT_PREPPED"))
+                                     _commit_json(stats, "UPSERT_PREPPED"))
             if on_file is not None:
                 on_file(posixpath.join(folder, name))
             if self.storage.create_exclusive(posixpath.join(folder, name), data):
                 break
             version += 1  # another writer took this version meanwhile
-        self._publish(instant, DELTA_COMMIT, _commit_json({FILES: [stat]}, "UPSERT_PREPPED"))
+        self._publish(instant, DELTA_COMMIT, _commit_json(stats, "UPSERT_PREPPED"))
         return len(piece.logs) + 1
 
-    def _latest_slice(self, names: List[str]) -> FileSlice:
-        """The slice new logs join: the newest base a completed instant wrote (a bootstrap's,
-        Hudi's `<X>010` too, or a compaction's); past a compaction still pending, its instant,
-        as Hudi names them, so that completing it keeps the logs written meanwhile."""
+    def latest_slices(self, partition: str) -> Dict[str, FileSlice]:
+        """The slices new logs join, by file group: each group's newest base a completed instant
+        wrote (a bootstrap's, Hudi's `<X>010` too, or a compaction's); past a compaction still
+        pending, its instant, as Hudi names them, so that completing it keeps the logs written
+        meanwhile. A group without a base (an empty record_index shard) joins its init instant."""
+        names = self.storage.list_names(self._path(partition))
         entries = [parsed for parsed in map(parse, self.storage.list_names(TIMELINE_DIR)) if parsed is not None]
         completed = {instant for instant, action, state in entries if not state and action in (DELTA_COMMIT, COMMIT)}
         first_active = min((instant for instant, _, _ in entries), default=None)
         slices = latest_slices(names, lambda instant: instant in completed or (first_active is not None and instant < first_active))
-        piece = slices.get(FILES_GROUP)
-        if piece is None or piece.base_instant is None:
-            raise CorruptTableError(f"{self.storage.base_path}: the metadata table's {FILES} partition has no base file")
         done = {instant for instant, action, state in entries if not state and action == COMMIT}
-        pending = [instant for instant, action, state in entries
-                   if action == COMPACTION and state == ".requested" and instant not in done and instant > piece.base_instant]
-        if pending:
-            piece = FileSlice(piece.file_group, None, max(pending),
-                              [n for n in piece.logs if parse_log_file_name(n).base_instant == max(pending)])
-        return piece
+        out = {}
+        for group, piece in slices.items():
+            if piece.base_instant is None:
+                firsts = sorted(parse_log_file_name(n).base_instant for n in piece.logs)
+                if not firsts:
+                    continue
+                piece = FileSlice(group, None, firsts[0], piece.logs)
+            pending = [instant for instant, action, state in entries
+                       if action == COMPACTION and state == ".requested" and instant not in done and instant > piece.base_instant]
+            if pending:
+                piece = FileSlice(group, None, max(pending),
+                                  [n for n in piece.logs if parse_log_file_name(n).base_instant == max(pending)])
+            out[group] = piece
+        if partition == FILES and FILES_GROUP not in out:
+            raise CorruptTableError(f"{self.storage.base_path}: the metadata table's {FILES} partition has no base file")
+        return out
+
+    # -- the record_index partition ----------------------------------------------------------
+
+    def begin_record_index(self, instant: str) -> None:
+        """Start the record_index bootstrap at `instant` (`<data instant>011`): an earlier
+        attempt's files go, then the deltacommit is requested; the tasks write the bases next."""
+        self.storage.delete_dir(self._path(RECORD_INDEX))
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".requested"), b"")
+
+    def finish_record_index(self, instant: str, num_shards: int, bases: List[dict]) -> None:
+        """Complete the bootstrap: each file group starts with an empty delete block at `instant`
+        (how Hudi's writer makes a group exist before it has a base), then the deltacommit."""
+        self.storage.write_bytes(self._path(RECORD_INDEX, PARTITION_METADATA),
+                                 f"#partition metadata\ncommitTime={instant}\npartitionDepth=1\n".encode())
+        empty = log_format.encode_block(log_format.LogBlock(DELETE_BLOCK, {log_format.INSTANT_TIME: instant},
+                                                            delete_block_content(())))
+        for shard in range(num_shards):
+            self.storage.write_bytes(self._path(RECORD_INDEX, log_file_name(file_group(shard), instant, 1, WRITE_TOKEN)), empty)
+        stats = []
+        for written in bases:
+            stat = _log_stat(RECORD_INDEX, parse_hfile_name(written["path"]).file_id,
+                             posixpath.relpath(written["path"], METADATA_TABLE_DIR), written["size"], None, "null", [],
+                             written["entries"])
+            stat.update(numInserts=written["entries"], numUpdateWrites=0)
+            for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
+                stat.pop(key)
+            stats.append(stat)
+        body = _commit_json({RECORD_INDEX: stats}, "BULK_INSERT")
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), body)
+        self._publish(instant, DELTA_COMMIT, body)
+
+    def record_index_slices(self) -> Dict[str, Tuple[str, int]]:
+        """Each record_index group's base instant and newest log version (`record_index.log_paths`)."""
+        return {group: (piece.base_instant, max([parse_log_file_name(n).version for n in piece.logs
+                                                 if parse_log_file_name(n).base_instant == piece.base_instant], default=0))
+                for group, piece in self.latest_slices(RECORD_INDEX).items()}
 
     # -- compaction --------------------------------------------------------------------------
 
     def compact_if_due(self, reader: MetadataTableReader, data_in_flight: bool, now: bool = False) -> Optional[str]:
-        """Compact `files` into a new base when due (`now`: whenever it has a log) and safe; the
-        compaction instant, or None."""
+        """Compact the metadata table into new bases when due (`now`: whenever `files` has a
+        log) and safe: every file group with logs, as Hudi's compaction plans it. The compaction
+        instant, or None."""
         if data_in_flight or COMPACTION in reader.timeline.pending().values():
             return None
-        piece = reader.slices(FILES).get(FILES_GROUP)
-        if piece is None or piece.base is None or len(piece.logs) < (1 if now else MAX_DELTA_COMMITS):
+        files_piece = reader.slices(FILES).get(FILES_GROUP)
+        if files_piece is None or files_piece.base is None or len(files_piece.logs) < (1 if now else MAX_DELTA_COMMITS):
             return None
-        deltas = [i for i in reader.timeline.completed((DELTA_COMMIT,)) if i > piece.base_instant]
+        deltas = [i for i in reader.timeline.completed((DELTA_COMMIT,)) if i > files_piece.base_instant]
         if not deltas:
             return None
         instant = deltas[-1] + COMPACTION_SUFFIX
+        pieces = [(FILES, files_piece)] + [(RECORD_INDEX, piece) for _, piece in sorted(reader.slices(RECORD_INDEX).items())
+                                           if piece.logs]
         plan = {"operations": [{
             "baseInstantTime": piece.base_instant, "deltaFilePaths": piece.logs, "dataFilePath": piece.base,
-            "fileId": FILES_GROUP, "partitionPath": FILES, "metrics": {"TOTAL_LOG_FILES": float(len(piece.logs))},
-            "bootstrapFilePath": None}], "extraMetadata": None, "version": 2, "strategy": None,
+            "fileId": piece.file_group, "partitionPath": partition,
+            "metrics": {"TOTAL_LOG_FILES": float(len(piece.logs))}, "bootstrapFilePath": None}
+            for partition, piece in pieces], "extraMetadata": None, "version": 2, "strategy": None,
             "preserveHoodieMetadata": False}
         self.storage.write_bytes(self._timeline_path(instant, COMPACTION, ".requested"),
                                  avro_metadata.encode(COMPACTION_PLAN, plan))
         self.storage.write_bytes(self._timeline_path(instant, COMPACTION, ".inflight"), b"")
-        records = reader.records(FILES)
-        data = hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()})
-        name = hfile_name(FILES_GROUP, WRITE_TOKEN, instant)
-        self.storage.write_bytes(self._path(FILES, name), data)
-        stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), None, piece.base_instant, [],
-                         len(records))
-        for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
-            stat.pop(key)
-        stat.update(totalLogFilesCompacted=len(piece.logs), totalLogBlocks=len(piece.logs))
-        self._publish(instant, COMMIT, _commit_json({FILES: [stat]}, "COMPACT", compacted=True))
-        self._clean_before(piece.base_instant)
-        self._archive_before(piece.base_instant)
+        stats: Dict[str, List[dict]] = {}
+        for partition, piece in pieces:
+            if partition == FILES:
+                records = reader.records(FILES)
+                data, count = hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}), len(records)
+            else:
+                rows, values = reader.folded_cells(partition, piece)
+                data, count = hfile.write_columns(rows, values, {b"schema": SCHEMA_JSON.encode()}), len(rows)
+            name = hfile_name(piece.file_group, WRITE_TOKEN, instant)
+            self.storage.write_bytes(self._path(partition, name), data)
+            stat = _log_stat(partition, piece.file_group, posixpath.join(partition, name), len(data), None,
+                             piece.base_instant, [], count)
+            for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
+                stat.pop(key)
+            stat.update(totalLogFilesCompacted=len(piece.logs), totalLogBlocks=len(piece.logs))
+            stats.setdefault(partition, []).append(stat)
+        self._publish(instant, COMMIT, _commit_json(stats, "COMPACT", compacted=True))
+        for partition, piece in pieces:
+            self._clean_before(partition, piece.file_group, piece.base_instant)
+        self._archive_before(files_piece.base_instant)
         return instant
 
     def _archive_before(self, kept_base_instant: str) -> None:
@@ -267,14 +333,16 @@ class MetadataTableWriter:
             if instant <= last:
                 self.storage.delete_file(posixpath.join(TIMELINE_DIR, name))
 
-    def _clean_before(self, kept_base_instant: str) -> None:
-        """Delete the slices older than `kept_base_instant` (the previous base is kept, so a
-        reader that listed before the compaction still finds its files)."""
-        folder = self._path(FILES)
+    def _clean_before(self, partition: str, group: str, kept_base_instant: str) -> None:
+        """Delete the slices of `group` older than `kept_base_instant` (the previous base is
+        kept, so a reader that listed before the compaction still finds its files)."""
+        folder = self._path(partition)
         for name in self.storage.list_names(folder):
             base = parse_hfile_name(name)
             log = parse_log_file_name(name)
-            instant = base.instant if base else log.base_instant if log else None
-            if instant is not None and instant < kept_base_instant:
+            parsed = base or log
+            if parsed is None or parsed.file_id != group:
+                continue
+            instant = base.instant if base else log.base_instant
+            if instant < kept_base_instant:
                 self.storage.delete_file(posixpath.join(folder, name))
-

@@ -114,7 +114,8 @@ def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: 
             return None  # no rows and no new column: nothing to commit (the instant is rolled back)
         if keyed:
             ctx.check_new_keys(txn.instant, stats, {f for ids in replaced.values() for f in ids}, before)
-        index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats))
+        leaving = ctx.keys_leaving(before, {f for ids in replaced.values() for f in ids}, stats) if keyed else None
+        index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats, removed=leaving))
         try:
             ctx.commit(txn, operation, data_schema, stats, index_files, replaced)
         except ConcurrentWriteError as err:

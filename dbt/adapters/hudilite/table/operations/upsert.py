@@ -47,6 +47,7 @@ from ..errors import DataError
 from ..format.file_group import FileGroup
 from ..index.table_index import IndexChange
 from ..index.files import DELTA
+from ..metadata import record_index
 from ..format.instant import COMMIT
 from ..format.keygen import VirtualKeys
 from ..storage.layout import staged_dir, staged_path
@@ -527,20 +528,26 @@ def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: 
     placed = pack(work, shuffle_partitions(ctx.spark), MIN_TASK_BYTES)
     tasks = max(placed.values()) + 1
     built = ctx.index.is_built()
+    listed = ctx.index.metadata_table.record_index_listed()
     task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns,
-                             built, spec, staged, placed)
+                             built or listed, spec, staged, placed)
     rows = run_task_job(ctx.spark.range(tasks, numPartitions=tasks), task, SMALL_WRITE_DDL, as_arrow=True)
     is_entry = pc.is_valid(rows.column("entry_key"))
     stats = [write_stat(r) for r in rows.filter(pc.invert(is_entry)).to_pylist()]
     index_files: List[str] = []
+    entries = rows.filter(is_entry)
+    entries = pa.table({"key": entries.column("entry_key"), "file_id": entries.column("file_id"),
+                        "deleted": entries.column("entry_deleted"), "shard": entries.column("entry_shard")})
+    if listed:
+        files = ctx.index.record_index_files(spec.instant, IndexChange(written=stats))
+        if files is not None:
+            index_files += [w["path"] for w in record_index.write_shards(files, entries.drop(["shard"]), ctx.storage)]
     if built:
-        entries = rows.filter(is_entry)
-        entries = pa.table({"key": entries.column("entry_key"), "file_id": entries.column("file_id"),
-                            "deleted": entries.column("entry_deleted"), "shard": entries.column("entry_shard")})
         entries = entries.sort_by([("shard", "ascending"), ("key", "ascending")])
         written = write_shards(ctx.storage.base_path, spec.instant, DELTA, ctx.index.entry_key(),
                                iter(entries.to_batches()))
-        index_files = sorted(p for out in written for p in out.column("path").to_pylist())
+        index_files += [p for out in written for p in out.column("path").to_pylist()]
+    index_files.sort()
     return stats, [s for s in stats if not s.prevCommit], index_files
 
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
+from ..index.record_index import RecordIndex
 from ..storage import faults
 from ..format import properties as props
 from ..format.archived_timeline import write_archive
@@ -377,6 +378,8 @@ def validate(ctx: TableContext) -> List[str]:
     # An index behind another writer's commits is built again by the next write (`ensure_index`).
     if ctx.spark is not None and ctx.index.is_built() and readable and not ctx.foreign_commits():
         problems += ctx.index.check(ctx.read(), ctx.timeline.completed(), view)
+    if ctx.spark is not None and readable and isinstance(ctx.index, RecordIndex):
+        problems += ctx.index.check_record_index(ctx.read())
     return problems
 
 
