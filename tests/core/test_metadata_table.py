@@ -37,7 +37,7 @@ def test_the_files_partition_follows_every_action(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by="day", record_key="id")
     table.upsert(spark.createDataFrame([(i, "a", f"d{i % 3}") for i in range(30)], SCHEMA))
     properties = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
-    assert "hoodie.table.metadata.partitions=files\n" in properties
+    assert "hoodie.table.metadata.partitions=files,record_index\n" in properties  # a keyed table
     check(table, "first commit")
     for step in range(MAX_DELTA_COMMITS + 1):  # enough deltacommits for a compaction of the metadata table
         table.upsert(spark.createDataFrame([(step, f"s{step}", f"d{step % 3}"), (100 + step, "new", "d9")], SCHEMA))

@@ -102,7 +102,8 @@ def test_a_table_hudi_wrote_at_its_defaults_is_continued_with_its_metadata_table
     table = HudiTable.open(spark, path)
     table.upsert(spark.createDataFrame([(2, "us", 2, "ours"), (3, "eu", 2, "c")], SCHEMA))
     properties = (tmp_path / "java_defaults" / ".hoodie" / "hoodie.properties").read_text()
-    assert "hoodie.table.metadata.partitions=files\n" in properties  # what we keep; Java's other indexes off the list
+    # What we keep (the record index with our keys); Java's other indexes off the list.
+    assert "hoodie.table.metadata.partitions=files,record_index\n" in properties
     assert agree(table, hudi_spark, "our upsert on Hudi's table") == _data(
         [(1, "eu", 1, "a"), (2, "us", 2, "ours"), (3, "eu", 2, "c")])
     for step in range(3):  # Hudi's writer continues the metadata table we continued, and we again
