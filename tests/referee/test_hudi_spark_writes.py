@@ -5,6 +5,7 @@ the keys Hudi's writer inserted and forgets those it deleted."""
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
+from dbt.adapters.hudilite.table.context import TableContext
 from tests.referee.test_hudi_spark_reads import compare
 from tests.referee.values import plain_rows
 
@@ -122,6 +123,43 @@ def test_a_table_hudi_wrote_at_its_defaults_is_continued_with_its_metadata_table
     assert not (tmp_path / "java_defaults" / ".hoodie" / "metadata").exists()
     rows = agree(table, hudi_spark, "our upsert after the drop")
     assert {r["id"]: r["v"] for r in rows}[4] == "ours-4" and len(rows) == 10
+
+
+def test_a_table_hudi_made_with_its_record_index_is_continued_through_it(spark, hudi_spark, tmp_path, monkeypatch):
+    """Hudi's writer made the table with its record index on: we keep that index with our
+    writes (validate checks it key by key), Hudi's next upsert finds the keys we inserted
+    through it (a miss would store a key twice), and we take the keys Hudi's commits added
+    from it, without building our index again from the table."""
+    path = str(tmp_path / "java_rli")
+    options = {
+        "hoodie.table.name": "accounts", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "region", "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.operation": "upsert", "hoodie.write.table.version": "6",
+        "hoodie.write.auto.upgrade": "false", "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.metadata.record.index.enable": "true",
+    }
+    hudi_spark.write(path, [{"id": i, "region": "eu" if i % 2 else "us", "ts": 1, "v": "java"} for i in range(1, 7)],
+                     SCHEMA, options)
+    assert "hoodie.table.metadata.partitions=files,record_index" in (tmp_path / "java_rli" / ".hoodie" / "hoodie.properties").read_text()
+    table = HudiTable.open(spark, path)
+    agree(table, hudi_spark, "Hudi's table, its record index read by validate")
+    table.upsert(spark.createDataFrame([(2, "us", 2, "ours"), (7, "eu", 2, "ours-new")], SCHEMA))
+    table.delete(spark.createDataFrame([(3,)], "id long"))
+    agree(table, hudi_spark, "our upsert and delete through Hudi's record index")
+    hudi_spark.write(path, [{"id": 7, "region": "eu", "ts": 3, "v": "java-7"}, {"id": 8, "region": "us", "ts": 3, "v": "java-8"}],
+                     SCHEMA, options)
+    table = HudiTable.open(spark, path)
+    rows = agree(table, hudi_spark, "Hudi's upsert of a key we inserted")
+    assert {r["id"]: r["v"] for r in rows} == {1: "java", 2: "ours", 4: "java", 5: "java", 6: "java", 7: "java-7", 8: "java-8"}
+
+    def no_rebuild(self, *args):
+        raise AssertionError("the index was built again from the table")
+    monkeypatch.setattr(TableContext, "build_index", no_rebuild)
+    table.upsert(spark.createDataFrame([(8, "us", 4, "ours-8")], SCHEMA))
+    table.delete(spark.createDataFrame([(7,)], "id long"))
+    monkeypatch.undo()
+    rows = agree(table, hudi_spark, "our upsert and delete of keys Hudi's commit wrote, found through record_index")
+    assert {r["id"]: r["v"] for r in rows} == {1: "java", 2: "ours", 4: "java", 5: "java", 6: "java", 8: "ours-8"}
 
 
 def test_a_hudi_1_writer_without_the_version_settings_upgrades_the_table_which_we_then_refuse(spark, hudi_spark, tmp_path):

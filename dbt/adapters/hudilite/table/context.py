@@ -249,11 +249,16 @@ class TableContext:
         return self.build_index(self.index.num_shards if isinstance(self.index, RecordIndex) else None)
 
     def foreign_commits(self) -> List[str]:
-        """Completed commits after the index's base that another writer (Hudi's own) made: they
-        wrote no index delta, so the index does not know the keys they inserted, moved or deleted."""
+        """Completed commits after the index's base that another writer (Hudi's own) made and
+        the index has not caught up with: they wrote no index delta, so the index does not know
+        the keys they inserted, moved or deleted."""
         base = self.index.state()["base_instant"]
-        return [i.timestamp for i, metadata in self.timeline.commits()
-                if i.timestamp > base and SPARK_SCHEMA_KEY not in metadata.extra]
+        foreign = [i.timestamp for i, metadata in self.timeline.commits()
+                   if i.timestamp > base and SPARK_SCHEMA_KEY not in metadata.extra]
+        if foreign and isinstance(self.index, RecordIndex):
+            caught_up = self.index.caught_up()
+            foreign = [t for t in foreign if t not in caught_up]
+        return foreign
 
     def ensure_index(self) -> None:
         """Tables written before the index existed get it built on their first indexed write;
@@ -265,7 +270,10 @@ class TableContext:
             self.build_index()
             return
         foreign = self.foreign_commits()
-        if foreign:
+        if foreign and isinstance(self.index, RecordIndex) and self.index.catch_up(foreign):
+            logger.info("table %s: %d commit(s) from another writer (%s ... %s) taken from the metadata table's "
+                        "record index", self.name, len(foreign), foreign[0], foreign[-1])
+        elif foreign:
             logger.info("table %s: %d commit(s) from another writer (%s ... %s) since the index was built; "
                         "building it again from the snapshot", self.name, len(foreign), foreign[0], foreign[-1])
             self.rebuild_index()

@@ -244,6 +244,10 @@ class WriteTransaction:
         sizes = {p: self._size(p) for p in reported if p.startswith(RECORD_INDEX_FOLDER + "/")}
         missing = [p for p in sorted(reported) if (sizes[p] is None if p in sizes else not self.storage.exists(p))]
         if missing:
+            self._refuse_if_restored()  # a restore drops the metadata table, with this write's record_index logs
+            if all(p in sizes for p in missing):
+                raise ConcurrentWriteError(f"instant {self.instant}: the metadata table was dropped or rebuilt while "
+                                           "this write ran; nothing of it was published")
             raise CorruptTableError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
         faults.reach("before_publish")
         # Most of the comparison runs before the lock (reading keys can take a while); under it,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import json
 import posixpath
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -33,7 +34,7 @@ from ..format.file_group import FileSystemView
 from .table_index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
 from .files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
 from ..format.instant import Instant
-from ..storage.layout import RECORD_INDEX_DIR, index_file_name, record_index_shard_dir
+from ..storage.layout import RECORD_INDEX_DIR, TMP_DIR, index_file_name, record_index_shard_dir
 from ..spark.reader import literal_path
 from ..format.schema import COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from ..storage.filesystem import Storage
@@ -44,6 +45,7 @@ from ..metadata.record_index import RecordIndexFiles
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
 
+CAUGHT_UP_FILE = "caught_up.json"  # another writer's commits taken from record_index (`catch_up`)
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024
 # What a lookup returns: record keys with their entry. A file group lives in one partition:
@@ -476,6 +478,28 @@ class RecordIndex(TableIndex):
         problems += [f"metadata table: record_index holds key '{r.key}' at ({r.partition}, {r.file_id}), "
                      "which the snapshot does not" for r in indexed.exceptAll(actual).limit(examples).collect()]
         return problems
+
+    def caught_up(self) -> Set[str]:
+        """Commits of another writer whose keys this index took from record_index (`catch_up`)."""
+        path = posixpath.join(RECORD_INDEX_DIR, CAUGHT_UP_FILE)
+        return set(json.loads(self.storage.read_text(path))) if self.storage.exists(path) else set()
+
+    def catch_up(self, foreign: List[str]) -> bool:
+        """Take the keys commits of another writer (Hudi's, with its record index on) inserted,
+        moved or deleted from what they wrote to the metadata table's record_index: one delta
+        per commit, as if hudilite had made it. False when record_index cannot tell (then the
+        index is built again from the snapshot)."""
+        changes = self.metadata_table.record_index_changes(foreign)
+        if changes is None or not self.is_built():
+            return False
+        state = self.state()
+        for instant, entries in changes.items():
+            if entries.num_rows:
+                rows = self.spark.createDataFrame(entries.to_pandas(), metadata_record_index.ENTRY_DDL)
+                self._write(rows, instant, DELTA, Sharding.of_state(state), entry_key_of(state))
+        done = sorted(i for i in self.caught_up() | set(foreign) if i > state["base_instant"])
+        self.storage.write_atomic(posixpath.join(RECORD_INDEX_DIR, CAUGHT_UP_FILE), json.dumps(done).encode(), TMP_DIR)
+        return True
 
     def bootstrap_record_index(self, snapshot: DataFrame, instant: str, view: FileSystemView) -> bool:
         """Build the metadata table's record_index from `snapshot` (rows with meta columns) as of

@@ -168,7 +168,7 @@ class MetadataTableReader:
                 self._apply_log(posixpath.join(folder, log), fold, found, wanted_rows)
         return {key: record for key, record in found.items() if record is not None}
 
-    def _blocks(self, path: str) -> Iterator[log_format.LogBlock]:
+    def blocks(self, path: str) -> Iterator[log_format.LogBlock]:
         """The data and delete blocks of a log file that count: of valid instants."""
         for block in log_format.decode_blocks(self.storage.read_bytes(path)):
             instant = block.header.get(log_format.INSTANT_TIME)
@@ -179,7 +179,7 @@ class MetadataTableReader:
             yield block
 
     def _apply_log(self, path: str, fold: Fold, found: Dict[str, Optional[dict]], wanted_rows) -> None:
-        for block in self._blocks(path):
+        for block in self.blocks(path):
             if block.block_type == HFILE_DATA_BLOCK:
                 reader = hfile.HFileReader.of_bytes(block.content)
                 schema = block.header.get(log_format.SCHEMA)
@@ -214,7 +214,7 @@ class MetadataTableReader:
             for row, value in reader.scan():
                 found[row] = in_our_schema(value, schema)
         for log in piece.logs:
-            for block in self._blocks(posixpath.join(folder, log)):
+            for block in self.blocks(posixpath.join(folder, log)):
                 if block.block_type == HFILE_DATA_BLOCK:
                     schema = block.header.get(log_format.SCHEMA)
                     for row, value in hfile.HFileReader.of_bytes(block.content).scan():

@@ -1,11 +1,12 @@
 """`MetadataTable`: what the data table's writers and services do to keep Hudi's metadata table
 (`.hoodie/metadata`) in step, as Hudi's own writer keeps it with `hoodie.metadata.enable=true`.
 
-hudilite keeps the `files` partition. The data table's `hoodie.table.metadata.partitions` says
-which partitions readers may use: `files` is listed only once its bootstrap completed; a
-partition someone else's writer added and hudilite does not keep (column_stats, partition_stats,
-record_index, ...) is taken off the list under the table lock before hudilite commits, then
-its folder goes, as Hudi's writer drops an index that was disabled. A table may opt out for
+hudilite keeps the `files` partition, and `record_index` on a table with a record key
+(`record_index.py`: its tasks write the files, this lists them). The data table's
+`hoodie.table.metadata.partitions` says which partitions readers may use: each is listed only
+once its bootstrap completed; a partition someone else's writer added and hudilite does not keep
+(column_stats, partition_stats, ...) is taken off the list under the table lock before hudilite
+commits, then its folder goes, as Hudi's writer drops an index that was disabled. A table may opt out for
 good (`drop`, `hudilite.metadata.enable=false`): then readers list storage, as before.
 
 Every call that changes the metadata table runs under the data table's lock.
@@ -13,6 +14,7 @@ Every call that changes the metadata table runs under the data table's lock.
 
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -21,15 +23,15 @@ import pyarrow as pa
 
 from ..format import properties as props
 from ..format.commit import CommitMetadata
-from ..format import log_format, metadata_record
+from ..format import hfile, log_format, metadata_record
 from ..format.file_group import parse_base_file_name, parse_log_file_name
 from ..format.timeline import Timeline
 from ..storage.filesystem import Storage
 from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
 from ..errors import ConcurrentWriteError
 from . import record_index
-from .reader import DATA_INSTANT_DIGITS, FILES, RECORD_INDEX, MetadataTableReader
-from .timeline import COMMIT, parse
+from .reader import DATA_INSTANT_DIGITS, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, MetadataTableReader, deleted_keys
+from .timeline import COMMIT, DELTA_COMMIT, TIMELINE_DIR, parse
 from .writer import MAX_DELTA_COMMITS, WRITE_TOKEN, MetadataTableWriter, files_records
 
 logger = logging.getLogger("hudilite")
@@ -292,6 +294,44 @@ class MetadataTable:
         except FileNotFoundError:
             return False
         return all(block.header.get(log_format.INSTANT_TIME) == instant for block in blocks)
+
+    def record_index_changes(self, instants: List[str]) -> Optional[Dict[str, pa.Table]]:
+        """What each of `instants` (completed data instants another writer made) did to
+        record_index, from the log files its deltacommit lists: (key, file_id, deleted) of the
+        keys it inserted or moved, and deleted. None when that cannot be told: the partition
+        not listed, a deltacommit gone from the active timeline, or its logs compacted away."""
+        reader = self.reader()
+        if reader is None or not self.record_index_listed():
+            return None
+        completed = reader.timeline.completed_instants()
+        out = {}
+        for instant in instants:
+            if instant not in completed or not reader.valid(instant):
+                return None
+            body = json.loads(self.storage.read_text(posixpath.join(TIMELINE_DIR, f"{instant}.{DELTA_COMMIT}")))
+            keys, file_ids, deleted = [], [], []
+            for stat in (body.get("partitionToWriteStats") or {}).get(RECORD_INDEX) or []:
+                path = posixpath.join(METADATA_TABLE_DIR, stat["path"])
+                if not self.storage.exists(path):
+                    return None
+                for block in reader.blocks(path):
+                    if block.header.get(log_format.INSTANT_TIME) != instant:
+                        continue
+                    if block.block_type == HFILE_DATA_BLOCK:
+                        cells = hfile.HFileReader.of_bytes(block.content).scan()
+                        schema = block.header.get(log_format.SCHEMA)
+                        for row, value in cells:
+                            keys.append(row.decode())
+                            file_ids.append(metadata_record.location_of(metadata_record.decode(value, schema)).file_id)
+                            deleted.append(False)
+                    else:
+                        gone = deleted_keys(block.content)
+                        keys += gone
+                        file_ids += [""] * len(gone)
+                        deleted += [True] * len(gone)
+            out[instant] = pa.table({"key": pa.array(keys, pa.string()), "file_id": pa.array(file_ids, pa.string()),
+                                     "deleted": pa.array(deleted, pa.bool_())})
+        return out
 
     # -- checks ------------------------------------------------------------------------------
 

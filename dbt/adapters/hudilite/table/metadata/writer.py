@@ -6,10 +6,13 @@
   properties afterwards, so a bootstrap cut short is never read.
 - `deltacommit`: for each data instant (commit, replacecommit, clean), before the data instant
   completes, a deltacommit at the same instant time: one new log file of the `files` file group
-  holding one HFile data block (the partitions it touched, their added and deleted files). A
-  data instant that never completes leaves a deltacommit no reader takes (`reader`).
+  holding one HFile data block (the partitions it touched, their added and deleted files), and
+  the record_index log files the instant's tasks wrote (`record_index`). A data instant that
+  never completes leaves a deltacommit no reader takes (`reader`).
+- `begin_record_index` / `finish_record_index`: the record_index bootstrap at `<X>011` around
+  the tasks that write its bases.
 - `compact_if_due`: after `MAX_DELTA_COMMITS` deltacommits on one base, and only when no data
-  instant is in flight (a later-completing one's log would be folded away), the file group's
+  instant is in flight (a later-completing one's log would be folded away), each file group's
   valid records are folded into a new base HFile at `<latest deltacommit>001`, completed as a
   commit. Slices older than the previous base are then cleaned.
 
@@ -282,7 +285,9 @@ class MetadataTableWriter:
         if not deltas:
             return None
         instant = deltas[-1] + COMPACTION_SUFFIX
-        pieces = [(FILES, files_piece)] + [(RECORD_INDEX, piece) for _, piece in sorted(reader.slices(RECORD_INDEX).items())
+        # A record_index group without a base yet (none of its keys at the bootstrap) starts at
+        # the bootstrap's instant, which its first log names.
+        pieces = [(FILES, files_piece)] + [(RECORD_INDEX, piece) for _, piece in sorted(self.latest_slices(RECORD_INDEX).items())
                                            if piece.logs]
         plan = {"operations": [{
             "baseInstantTime": piece.base_instant, "deltaFilePaths": piece.logs, "dataFilePath": piece.base,

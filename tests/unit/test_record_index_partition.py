@@ -1,0 +1,111 @@
+"""The metadata table's record_index partition as hudilite writes it, without Spark: cells built
+by Arrow kernels equal the cell-by-cell writer's, records equal Avro's encoding, each shard's
+log file holds the keys Hudi's hash sends there, and a compaction folds bootstrap, upserts and
+deletes into what a reader then finds."""
+
+import uuid
+
+import pyarrow as pa
+
+from dbt.adapters.hudilite.table.format import hfile, log_format, metadata_record
+from dbt.adapters.hudilite.table.metadata import record_index
+from dbt.adapters.hudilite.table.metadata.reader import DELETE_BLOCK, HFILE_DATA_BLOCK, RECORD_INDEX, deleted_keys
+from dbt.adapters.hudilite.table.metadata.writer import MAX_DELTA_COMMITS, WRITE_TOKEN, MetadataTableWriter, files_records
+from dbt.adapters.hudilite.table.storage.filesystem import Storage
+from dbt.adapters.hudilite.table.storage.layout import marker_path
+from tests.unit.test_metadata_table_reader import T, data_instant, reader
+
+FILE_A = f"{uuid.UUID(int=7)}-0"
+FILE_B = "not-a-uuid-file-id"
+
+
+def test_cells_built_by_arrow_equal_the_cell_by_cell_writer():
+    cells = [(f"key-{i:05d}-{'é' * (i % 3)}".encode(), bytes([i % 251]) * (i % 70)) for i in range(3000)]
+    columns = hfile.write_columns(pa.array([c[0] for c in cells], pa.binary()), pa.array([c[1] for c in cells], pa.binary()),
+                                  {b"schema": b"s"}, block_size=4096)
+    assert columns == hfile.write(cells, {b"schema": b"s"}, block_size=4096)
+    assert dict(hfile.HFileReader.of_bytes(columns).scan()) == dict(cells)
+    assert hfile.HFileReader.of_bytes(hfile.write_columns(pa.array([], pa.binary()), pa.array([], pa.binary()))).file_info
+
+
+def test_rows_out_of_order_are_refused():
+    try:
+        hfile.write_columns(pa.array(["b", "a"]), pa.array([b"", b""]))
+    except hfile.HFileError as err:
+        assert "'a' after b'b'" in str(err).replace('b"', "b'")
+    else:
+        raise AssertionError("rows out of order were written")
+
+
+def test_values_equal_avros_encoding_of_each_record():
+    partitions = pa.array(["eu", "us", "eu", ""])
+    file_ids = pa.array([FILE_A, FILE_B, FILE_A, FILE_B])
+    instants = pa.array([T[1], T[2], T[1], T[3]])
+    values = metadata_record.record_index_values(partitions, file_ids, instants).to_pylist()
+    for value, p, f, t in zip(values, partitions.to_pylist(), file_ids.to_pylist(), instants.to_pylist()):
+        assert value == metadata_record.encode(metadata_record.record_index(p, f, t))
+        assert metadata_record.location_of(metadata_record.decode(value)) == metadata_record.Location(p, f)
+
+
+def test_each_shard_log_holds_its_keys_and_deletes_behind_a_marker(tmp_path):
+    storage = Storage(str(tmp_path))
+    paths = record_index.log_paths(T[5], {record_index.file_group(s): (T[0], 1) for s in range(10)}, 10)
+    files = record_index.RecordIndexFiles(str(tmp_path), T[5], paths, {FILE_A: ("eu", T[5])})
+    keys = [f"k{i}" for i in range(200)]
+    entries = pa.table({"key": keys + ["gone-1", "gone-2"], "file_id": [FILE_A] * 200 + [FILE_B, FILE_B],
+                        "deleted": [False] * 200 + [True, True]})
+    written = record_index.write_shards(files, entries, storage)
+    assert sum(w["entries"] for w in written) == 202
+    found, deleted = {}, []
+    for w in written:
+        shard = paths.index(w["path"])
+        assert (tmp_path / marker_path(T[5], w["path"])).exists()
+        assert w["size"] == len(storage.read_bytes(w["path"]))
+        for block in log_format.decode_blocks(storage.read_bytes(w["path"])):
+            assert block.header[log_format.INSTANT_TIME] == T[5]
+            if block.block_type == HFILE_DATA_BLOCK:
+                rows = [row.decode() for row, _ in hfile.HFileReader.of_bytes(block.content).scan()]
+                assert rows == sorted(rows) and all(metadata_record.shard_of(k, 10) == shard for k in rows)
+                found.update((row.decode(), metadata_record.location_of(metadata_record.decode(v)))
+                             for row, v in hfile.HFileReader.of_bytes(block.content).scan())
+            else:
+                assert block.block_type == DELETE_BLOCK
+                deleted += deleted_keys(block.content)
+    assert found == {k: metadata_record.Location("eu", FILE_A) for k in keys}
+    assert sorted(deleted) == ["gone-1", "gone-2"]
+
+
+def test_a_compaction_folds_the_bootstrap_upserts_and_deletes(tmp_path):
+    storage = Storage(str(tmp_path))
+    (tmp_path / ".hoodie").mkdir()
+    writer = MetadataTableWriter(storage)
+    writer.create("t", {"eu": {"a.parquet": 1}})
+    data_instant(tmp_path, T[1], "completed")
+    init = T[1] + "011"
+    writer.begin_record_index(init)
+    boot = record_index.RecordIndexFiles(str(tmp_path), init, record_index.base_paths(init, 10, WRITE_TOKEN),
+                                         {FILE_A: ("eu", T[1])}, bootstrap=True)
+    bases = record_index.write_shards(boot, pa.table({"key": [f"k{i}" for i in range(50)], "file_id": [FILE_A] * 50,
+                                                      "deleted": [False] * 50}), storage)
+    writer.finish_record_index(init, 10, bases)
+    expected = {f"k{i}": ("eu", FILE_A) for i in range(50)}
+    for step in range(2, 2 + MAX_DELTA_COMMITS):
+        instant = T[step]
+        data_instant(tmp_path, instant, "completed")
+        files = record_index.RecordIndexFiles(str(tmp_path), instant,
+                                              record_index.log_paths(instant, writer.record_index_slices(), 10),
+                                              {FILE_B: ("us", instant)})
+        entries = pa.table({"key": [f"n{step}", f"k{step}"], "file_id": [FILE_B, FILE_A], "deleted": [False, True]})
+        logs = {w["path"]: w["size"] for w in record_index.write_shards(files, entries, storage)}
+        writer.deltacommit(instant, files_records({"us": {f"b{step}.parquet": 1}}, {}), None, logs)
+        expected[f"n{step}"] = ("us", FILE_B)
+        del expected[f"k{step}"]
+    data_instant(tmp_path, T[20], "requested")  # a write in flight holds the compaction back
+    assert writer.compact_if_due(reader(storage), data_in_flight=True) is None
+    compaction = writer.compact_if_due(reader(storage), data_in_flight=False)
+    assert compaction == T[1 + MAX_DELTA_COMMITS] + "001"
+    now = reader(storage)
+    assert all(piece.base_instant == compaction and not piece.logs
+               for piece in now.slices(RECORD_INDEX).values() if piece.base is not None and piece.base.endswith("001.hfile"))
+    records = now.records(RECORD_INDEX)
+    assert {k: tuple(metadata_record.location_of(r).__dict__.values()) for k, r in records.items()} == expected
