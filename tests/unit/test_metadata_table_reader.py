@@ -182,3 +182,32 @@ def test_new_logs_follow_a_compaction_still_pending_and_a_java_bootstrap_base(tm
     data_instant(tmp_path, T[3], "completed")
     writer.deltacommit(T[3], files_records({"d1": {"e": 1}}, {}, ["d1"]))
     assert any(n.startswith(f".files-0000-0_{java_base}.log.1_") for n in (p.name for p in folder.iterdir()))
+
+
+def test_a_compaction_a_dead_writer_left_pending_is_finished_from_its_plan(tmp_path, monkeypatch):
+    storage, writer = new_table(tmp_path)
+    for i in range(1, 1 + MAX_DELTA_COMMITS):
+        data_instant(tmp_path, T[i], "completed")
+        writer.deltacommit(T[i], files_records({"d1": {f"f{i}": i}}, {}))
+
+    def killed(*args):
+        raise KeyboardInterrupt("killed during the compaction")
+    monkeypatch.setattr(MetadataTableWriter, "_compact", killed)
+    try:
+        writer.compact_if_due(reader(storage), data_in_flight=False)
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.undo()
+    pending = T[MAX_DELTA_COMMITS] + "001"
+    assert reader(storage).timeline.pending() == {pending: "compaction"}
+    for i in range(11, 13):  # logs written meanwhile join the slice the pending compaction starts
+        data_instant(tmp_path, T[i], "completed")
+        writer.deltacommit(T[i], files_records({"d1": {f"f{i}": i}}, {}))
+    expected = {"a_1-0-0_x.parquet": 10, **{f"f{i}": i for i in range(1, 13)}}
+    assert reader(storage).files() == {"d1": expected}
+    assert writer.compact_if_due(reader(storage), data_in_flight=False) == pending
+    after = reader(storage)
+    assert after.timeline.pending() == {}
+    assert after.files() == {"d1": expected}
+    piece = after.slices(FILES)[FILES_GROUP]
+    assert piece.base_instant == pending and len(piece.logs) == 2

@@ -147,13 +147,14 @@ class MetadataTableReader:
         return latest_slices(self.storage.list_names(self._partition_dir(partition)), self.valid)
 
     def records(self, partition: str, keys: Optional[Set[str]] = None,
-                file_groups: Optional[Iterable[str]] = None) -> Dict[str, dict]:
-        """Every live record of `partition` (or of `keys` only), folded."""
+                file_groups: Optional[Iterable[str]] = None, pieces: Optional[Dict[str, FileSlice]] = None) -> Dict[str, dict]:
+        """Every live record of `partition` (or of `keys` only), folded; of the latest slices,
+        or of `pieces` (by file group: a compaction's plan)."""
         fold = FOLDS[partition]
         folder = self._partition_dir(partition)
         found: Dict[str, Optional[dict]] = {}
         wanted_rows = None if keys is None else sorted(k.encode() for k in keys)
-        slices = self.slices(partition)
+        slices = pieces if pieces is not None else self.slices(partition)
         for group in (file_groups if file_groups is not None else slices):
             piece = slices.get(group)
             if piece is None:

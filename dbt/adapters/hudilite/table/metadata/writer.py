@@ -274,10 +274,14 @@ class MetadataTableWriter:
 
     def compact_if_due(self, reader: MetadataTableReader, data_in_flight: bool, now: bool = False) -> Optional[str]:
         """Compact the metadata table into new bases when due (`now`: whenever `files` has a
-        log) and safe: every file group with logs, as Hudi's compaction plans it. The compaction
-        instant, or None."""
-        if data_in_flight or COMPACTION in reader.timeline.pending().values():
+        log) and safe: every file group with logs, as Hudi's compaction plans it. A compaction a
+        dead writer left pending is finished first, from its plan (logs written since name its
+        instant as their base: the slice it starts must exist). The compaction instant, or None."""
+        if data_in_flight:
             return None
+        pending = sorted(i for i, action in reader.timeline.pending().items() if action == COMPACTION)
+        if pending:
+            return self._finish_pending(reader, pending[0])
         files_piece = reader.slices(FILES).get(FILES_GROUP)
         if files_piece is None or files_piece.base is None or len(files_piece.logs) < (1 if now else MAX_DELTA_COMMITS):
             return None
@@ -297,11 +301,25 @@ class MetadataTableWriter:
             "preserveHoodieMetadata": False}
         self.storage.write_bytes(self._timeline_path(instant, COMPACTION, ".requested"),
                                  avro_metadata.encode(COMPACTION_PLAN, plan))
+        self._compact(reader, instant, pieces)
+        return instant
+
+    def _finish_pending(self, reader: MetadataTableReader, instant: str) -> str:
+        plan = avro_metadata.decode(self.storage.read_bytes(self._timeline_path(instant, COMPACTION, ".requested")))
+        pieces = [(op["partitionPath"], FileSlice(op["fileId"], op["dataFilePath"] and posixpath.basename(op["dataFilePath"]),
+                                                  op["baseInstantTime"], [posixpath.basename(p) for p in op["deltaFilePaths"] or []]))
+                  for op in plan["operations"] or []]
+        self._compact(reader, instant, pieces)
+        return instant
+
+    def _compact(self, reader: MetadataTableReader, instant: str, pieces: List[Tuple[str, FileSlice]]) -> None:
+        """Fold each slice of `pieces` (partition, slice) into a base at `instant`, then
+        complete the compaction and clean and archive behind it."""
         self.storage.write_bytes(self._timeline_path(instant, COMPACTION, ".inflight"), b"")
         stats: Dict[str, List[dict]] = {}
         for partition, piece in pieces:
             if partition == FILES:
-                records = reader.records(FILES)
+                records = reader.records(FILES, pieces={FILES_GROUP: piece})
                 data, count = hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}), len(records)
             else:
                 rows, values = reader.folded_cells(partition, piece)
@@ -317,8 +335,9 @@ class MetadataTableWriter:
         self._publish(instant, COMMIT, _commit_json(stats, "COMPACT", compacted=True))
         for partition, piece in pieces:
             self._clean_before(partition, piece.file_group, piece.base_instant)
-        self._archive_before(files_piece.base_instant)
-        return instant
+        files_base = [piece.base_instant for partition, piece in pieces if partition == FILES]
+        if files_base:
+            self._archive_before(files_base[0])
 
     def _archive_before(self, kept_base_instant: str) -> None:
         """Move the metadata table's instants older than the slice it keeps to its archived
