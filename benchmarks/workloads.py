@@ -302,6 +302,11 @@ class Workloads:
             if n == max(self.scale.scaling_rows):
                 self.add(Result(f"record index bytes per entry, UUID keys ({entries:,} entries)", Side("hudilite"),
                                 unit="B", our_value=index_bytes / entries, published="Hudi RFC-8 / blog: ~48-55 B"))
+                metadata_bytes = sum(os.path.getsize(f) for f in glob.glob(
+                    os.path.join(table.path, ".hoodie/metadata/record_index/*record-index-*")))
+                self.add(Result(f"metadata table record_index bytes per entry, UUID keys ({entries:,} entries; "
+                                "HFile base and logs as Hudi's readers take them)", Side("hudilite"),
+                                unit="B", our_value=metadata_bytes / entries, published="Hudi RFC-8 / blog: ~48-55 B"))
                 self.add(Result(f"look up {self.scale.lookup_keys:,} keys in a {entries:,}-entry index",
                                 lookup_s[n], scan_s[n]))
         small, large = min(upsert_s), max(upsert_s)
