@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import fastavro
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..format import hfile, log_format, metadata_record
 from ..format.file_group import parse_log_file_name, parse_hfile_name
@@ -196,35 +198,41 @@ class MetadataTableReader:
 
     def folded_cells(self, partition: str, piece: FileSlice) -> Tuple[pa.Array, pa.Array]:
         """The live cells (row, value) of one file group whose newer record replaces an older
-        one (record_index), in row order, values in our schema: what its compaction writes. The
-        values stay bytes; a value another schema wrote is re-encoded, once per distinct value."""
+        one (record_index), in row order, values in our schema: what its compaction writes.
+        Columns throughout (a shard holds millions of keys): the newest cell of each row wins,
+        a delete drops the row; a value another schema wrote is re-encoded once per distinct value."""
         folder = self._partition_dir(partition)
-        found: Dict[bytes, Optional[bytes]] = {}
-        ours: Dict[Tuple[Optional[str], bytes], bytes] = {}
+        parts: List[Tuple[pa.Array, pa.Array]] = []  # oldest first; a null value: deleted
 
-        def in_our_schema(value: bytes, schema: Optional[str]) -> bytes:
-            if schema in (None, metadata_record.SCHEMA_JSON):
-                return value
-            if (schema, value) not in ours:
-                ours[schema, value] = metadata_record.encode(metadata_record.decode(value, schema))
-            return ours[schema, value]
+        def add(rows: pa.Array, values: pa.Array, schema: Optional[str]) -> None:
+            if schema not in (None, metadata_record.SCHEMA_JSON) and len(values):
+                distinct = values.dictionary_encode()
+                ours = [metadata_record.encode(metadata_record.decode(v, schema)) for v in distinct.dictionary.to_pylist()]
+                values = pa.array(ours, pa.binary()).take(distinct.indices)
+            parts.append((rows, values))
 
         if piece.base is not None:
             reader = hfile.HFileReader.of_bytes(self.storage.read_bytes(posixpath.join(folder, piece.base)))
-            schema = reader.file_info.get(b"schema", b"").decode() or None
-            for row, value in reader.scan():
-                found[row] = in_our_schema(value, schema)
+            add(*reader.columns(), reader.file_info.get(b"schema", b"").decode() or None)
         for log in piece.logs:
             for block in self.blocks(posixpath.join(folder, log)):
                 if block.block_type == HFILE_DATA_BLOCK:
-                    schema = block.header.get(log_format.SCHEMA)
-                    for row, value in hfile.HFileReader.of_bytes(block.content).scan():
-                        found[row] = in_our_schema(value, schema)
+                    add(*hfile.HFileReader.of_bytes(block.content).columns(), block.header.get(log_format.SCHEMA))
                 else:
-                    for key in deleted_keys(block.content):
-                        found[key.encode()] = None
-        live = sorted((row, value) for row, value in found.items() if value is not None)
-        return pa.array([row for row, _ in live], pa.binary()), pa.array([value for _, value in live], pa.binary())
+                    gone = pa.array([k.encode() for k in deleted_keys(block.content)], pa.binary())
+                    parts.append((gone, pa.nulls(len(gone), pa.binary())))
+        if not parts:
+            return pa.array([], pa.binary()), pa.array([], pa.binary())
+        cells = pa.table({"row": pa.concat_arrays([r for r, _ in parts]), "value": pa.concat_arrays([v for _, v in parts]),
+                          "age": np.concatenate([np.full(len(r), -i, dtype=np.int64) for i, (r, _) in enumerate(parts)])})
+        cells = cells.sort_by([("row", "ascending"), ("age", "ascending")])  # each row's newest first
+        rows = cells.column("row").combine_chunks()
+        first = np.ones(len(rows), dtype=bool)
+        if len(rows) > 1:
+            first[1:] = pc.not_equal(rows[1:], rows[:-1]).to_numpy(zero_copy_only=False)
+        newest = cells.filter(pa.array(first))
+        live = newest.filter(pc.is_valid(newest.column("value")))
+        return live.column("row").combine_chunks(), live.column("value").combine_chunks()
 
     def partitions(self) -> List[str]:
         """The data table's partition paths the `files` partition lists."""
