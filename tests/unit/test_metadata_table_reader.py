@@ -5,7 +5,9 @@ the valid ones, archived instants count as completed, deletions remove files."""
 from dbt.adapters.hudilite.table.format import metadata_record
 from dbt.adapters.hudilite.table.metadata.reader import FILES, MetadataTableReader
 from dbt.adapters.hudilite.table.metadata.table import data_instants
-from dbt.adapters.hudilite.table.metadata.writer import FILES_GROUP, MAX_DELTA_COMMITS, MetadataTableWriter, files_records
+from dbt.adapters.hudilite.table.format import avro_metadata
+from dbt.adapters.hudilite.table.metadata.writer import (COMPACTION_PLAN, FILES_GROUP, INIT_INSTANT, MAX_DELTA_COMMITS,
+                                                         MetadataTableWriter, files_records)
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
 T = [f"202611280800{i:05d}" for i in range(30)]  # 17-digit instant times, ascending
@@ -166,7 +168,10 @@ def test_new_logs_follow_a_compaction_still_pending_and_a_java_bootstrap_base(tm
     data_instant(tmp_path, T[1], "completed")
     writer.deltacommit(T[1], files_records({"d1": {"b": 20}}, {}, ["d1"]))
     timeline = tmp_path / ".hoodie" / "metadata" / ".hoodie"
-    (timeline / f"{T[1]}001.compaction.requested").write_bytes(b"")  # a compaction that died after its plan
+    plan = {"operations": [{"baseInstantTime": INIT_INSTANT, "deltaFilePaths": [], "dataFilePath": None,
+                            "fileId": FILES_GROUP, "partitionPath": FILES, "metrics": None, "bootstrapFilePath": None}]}
+    # A compaction that died after its plan.
+    (timeline / f"{T[1]}001.compaction.requested").write_bytes(avro_metadata.encode(COMPACTION_PLAN, plan))
     data_instant(tmp_path, T[2], "completed")
     writer.deltacommit(T[2], files_records({"d1": {"c": 30}}, {}, ["d1"]))
     logs = sorted(p.name for p in (tmp_path / ".hoodie" / "metadata" / "files").iterdir() if ".log." in p.name)

@@ -109,3 +109,31 @@ def test_a_compaction_folds_the_bootstrap_upserts_and_deletes(tmp_path):
                for piece in now.slices(RECORD_INDEX).values() if piece.base is not None and piece.base.endswith("001.hfile"))
     records = now.records(RECORD_INDEX)
     assert {k: tuple(metadata_record.location_of(r).__dict__.values()) for k, r in records.items()} == expected
+
+
+def test_a_pending_compaction_moves_only_the_groups_its_plan_lists(tmp_path):
+    """Logs of a group the plan leaves out stay with that group's base: Java's readers would take
+    a log named after the compaction for a slice of its own, without the base."""
+    from dbt.adapters.hudilite.table.format import avro_metadata
+    from dbt.adapters.hudilite.table.metadata.writer import COMPACTION_PLAN
+
+    storage = Storage(str(tmp_path))
+    (tmp_path / ".hoodie").mkdir()
+    writer = MetadataTableWriter(storage)
+    writer.create("t", {"eu": {"a.parquet": 1}})
+    data_instant(tmp_path, T[1], "completed")
+    init = T[1] + "011"
+    writer.begin_record_index(init)
+    boot = record_index.RecordIndexFiles(str(tmp_path), init, record_index.base_paths(init, 10, WRITE_TOKEN),
+                                         {FILE_A: ("eu", T[1])}, bootstrap=True)
+    writer.finish_record_index(init, 10, record_index.write_shards(
+        boot, pa.table({"key": [f"k{i}" for i in range(50)], "file_id": [FILE_A] * 50, "deleted": [False] * 50}), storage))
+    pending = T[2] + "001"
+    plan = {"operations": [{"baseInstantTime": init, "deltaFilePaths": [], "dataFilePath": None,
+                            "fileId": record_index.file_group(0), "partitionPath": RECORD_INDEX, "metrics": None,
+                            "bootstrapFilePath": None}]}
+    (tmp_path / ".hoodie" / "metadata" / ".hoodie" / f"{pending}.compaction.requested").write_bytes(
+        avro_metadata.encode(COMPACTION_PLAN, plan))
+    slices = writer.record_index_slices()
+    assert slices[record_index.file_group(0)][0] == pending
+    assert {base for group, (base, _) in slices.items() if group != record_index.file_group(0)} == {init}

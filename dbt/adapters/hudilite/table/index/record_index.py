@@ -418,9 +418,8 @@ class RecordIndex(TableIndex):
         their keys; replaced groups' entries are not live), in hudilite's index when it is built
         and in the metadata table's record_index when it is listed."""
         record_index_files = self.record_index_files(instant, change)
-        if not self.is_built() and record_index_files is None:
-            return []
-        if not change.inserted and change.removed is None:
+        built = self.is_built()
+        if not built and record_index_files is None:
             return []
         # Every row of a new file group (a clustering's keep their commit time); of a topped-up
         # small file only this instant's: its stored rows are indexed at that file group already.
@@ -433,13 +432,23 @@ class RecordIndex(TableIndex):
             parts.append(entries_of(self.written_rows(topped_up).where(F.col(COMMIT_TIME) == instant)))
         if change.removed is not None:
             parts.append(change.removed)
-        entries = functools.reduce(lambda a, b: a.unionByName(b), parts)
+        entries = functools.reduce(lambda a, b: a.unionByName(b), parts) if parts else None
         written = []
-        if record_index_files is not None:
-            written += [w["path"] for w in self.write_record_index(record_index_files, entries)]
-        if self.is_built():
-            state = self.state()
-            written += self._write(entries, instant, DELTA, Sharding.of_state(state), entry_key_of(state))
+        both = built and record_index_files is not None and entries is not None
+        if both:
+            entries = entries.persist()  # read once for the two sinks
+        try:
+            if record_index_files is not None:
+                gone = [p for p in (entries, change.leaving) if p is not None]
+                if gone:
+                    rows = functools.reduce(lambda a, b: a.unionByName(b), gone)
+                    written += [w["path"] for w in self.write_record_index(record_index_files, rows)]
+            if built and entries is not None:
+                state = self.state()
+                written += self._write(entries, instant, DELTA, Sharding.of_state(state), entry_key_of(state))
+        finally:
+            if both:
+                entries.unpersist()
         return sorted(written)
 
     # -- the metadata table's record_index (RFC-8's place for the index; this one is its cache) --

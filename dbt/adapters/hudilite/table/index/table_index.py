@@ -40,11 +40,14 @@ def file_id_of(file_name_column):
 @dataclass
 class IndexChange:
     """What one commit did to the keys: `written` every file it wrote, `inserted` those of new
-    file groups, `removed` tombstones (key, file_id, deleted) of keys it deleted."""
+    file groups, `removed` tombstones (key, file_id, deleted) of keys it deleted, `leaving`
+    tombstones of the keys of groups it replaced and did not write again (for the metadata
+    table's record_index only: hudilite's index takes replaced groups' entries as not live)."""
 
     written: List[WriteStat] = field(default_factory=list)
     inserted: List[WriteStat] = field(default_factory=list)
     removed: Optional[DataFrame] = None
+    leaving: Optional[DataFrame] = None
 
 
 class TableIndex(ABC):

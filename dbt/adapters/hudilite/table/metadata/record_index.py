@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from ..format import hfile, log_format, metadata_record
 from ..format.file_group import hfile_name, log_file_name
 from ..storage.filesystem import Storage
-from ..storage.layout import METADATA_TABLE_DIR, marker_path
+from ..storage.layout import METADATA_TABLE_DIR, TMP_DIR, marker_path
 from .reader import DELETE_BLOCK, HFILE_DATA_BLOCK, RECORD_INDEX, delete_block_content
 
 FOLDER = posixpath.join(METADATA_TABLE_DIR, RECORD_INDEX)
@@ -119,7 +119,9 @@ def write_shards(files: RecordIndexFiles, entries: pa.Table, storage: Optional[S
         data = shard_content(files, part)
         if not files.bootstrap:
             storage.write_bytes(marker_path(files.instant, path), b"")
-        storage.write_bytes(path, data)
+        # Whole or not at all: a task attempt killed while its twin wrote the same name must not
+        # leave it cut short.
+        storage.write_atomic(path, data, TMP_DIR)
         out.append({"path": path, "size": len(data), "entries": part.num_rows})
     return out
 

@@ -27,7 +27,8 @@ from ..format import hfile, log_format, metadata_record
 from ..format.file_group import parse_base_file_name, parse_log_file_name
 from ..format.timeline import Timeline
 from ..storage.filesystem import Storage
-from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
+from ..storage.lock import TableLock
+from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PARTITION_METADATA, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
 from ..errors import ConcurrentWriteError
 from . import record_index
 from .reader import DATA_INSTANT_DIGITS, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, MetadataTableReader, deleted_keys
@@ -156,6 +157,14 @@ class MetadataTable:
         if not self.record_index_listed():
             return None
         slices = self.writer.record_index_slices()
+        if not slices:  # listed, but its folder went (a Java writer dropping it died half way)
+            with TableLock(self.storage):
+                text, listed = self._properties()
+                kept = [p for p in listed_partitions(listed) if p != RECORD_INDEX]
+                _write_properties(self.storage, text, {PARTITIONS_KEY: ",".join(kept)}, DROPPED_HEADER)
+            logger.warning("table at %s: record_index was listed without file groups; taken off, the next write "
+                           "builds it again", self.storage.base_path)
+            return None
         return record_index.log_paths(instant, slices, len(slices))
 
     def bootstrap_record_index(self, data_instant: str, write: Callable[[record_index.RecordIndexFiles], List[dict]],
@@ -165,8 +174,9 @@ class MetadataTable:
         `write(files)` writes each shard's base (the snapshot's keys), then the deltacommit
         `<data_instant>011` completes and the partition is listed. Refused (False) while a data
         write is in flight: it would not write its keys there."""
-        completed, pending = data_instants(self.storage)
-        if pending or (completed and max(completed) != data_instant):
+        _, pending = data_instants(self.storage)
+        latest = Timeline(self.storage).latest_completed()  # commits only: a clean since changes no key
+        if pending or latest is None or latest.timestamp != data_instant:
             return False
         text, listed = self._properties()
         if FILES not in listed_partitions(listed) or not self.writer.exists():
@@ -304,12 +314,14 @@ class MetadataTable:
         if reader is None or not self.record_index_listed():
             return None
         completed = reader.timeline.completed_instants()
+        built_at = self._record_index_built_at()
         out = {}
         for instant in instants:
-            if instant not in completed or not reader.valid(instant):
+            # One at or before the partition's bootstrap, or not completed there, wrote no logs of it.
+            if built_at is None or instant <= built_at or instant not in completed or not reader.valid(instant):
                 return None
             body = json.loads(self.storage.read_text(posixpath.join(TIMELINE_DIR, f"{instant}.{DELTA_COMMIT}")))
-            keys, file_ids, deleted = [], [], []
+            changed: Dict[str, Tuple[str, bool]] = {}  # key -> (file_id, deleted); the last block of the instant wins
             for stat in (body.get("partitionToWriteStats") or {}).get(RECORD_INDEX) or []:
                 path = posixpath.join(METADATA_TABLE_DIR, stat["path"])
                 if not self.storage.exists(path):
@@ -318,20 +330,24 @@ class MetadataTable:
                     if block.header.get(log_format.INSTANT_TIME) != instant:
                         continue
                     if block.block_type == HFILE_DATA_BLOCK:
-                        cells = hfile.HFileReader.of_bytes(block.content).scan()
                         schema = block.header.get(log_format.SCHEMA)
-                        for row, value in cells:
-                            keys.append(row.decode())
-                            file_ids.append(metadata_record.location_of(metadata_record.decode(value, schema)).file_id)
-                            deleted.append(False)
+                        for row, value in hfile.HFileReader.of_bytes(block.content).scan():
+                            changed[row.decode()] = (metadata_record.location_of(metadata_record.decode(value, schema)).file_id, False)
                     else:
-                        gone = deleted_keys(block.content)
-                        keys += gone
-                        file_ids += [""] * len(gone)
-                        deleted += [True] * len(gone)
-            out[instant] = pa.table({"key": pa.array(keys, pa.string()), "file_id": pa.array(file_ids, pa.string()),
-                                     "deleted": pa.array(deleted, pa.bool_())})
+                        changed.update((key, ("", True)) for key in deleted_keys(block.content))
+            out[instant] = pa.table({"key": pa.array(list(changed), pa.string()),
+                                     "file_id": pa.array([f for f, _ in changed.values()], pa.string()),
+                                     "deleted": pa.array([d for _, d in changed.values()], pa.bool_())})
         return out
+
+    def _record_index_built_at(self) -> Optional[str]:
+        """The data instant record_index was last built as of (its partition metadata's commit
+        time, `<data instant>011` or Hudi's `<X>01n`, cut to the data instant)."""
+        path = posixpath.join(METADATA_TABLE_DIR, RECORD_INDEX, PARTITION_METADATA)
+        if not self.storage.exists(path):
+            return None
+        built = props.loads(self.storage.read_text(path)).get("commitTime", "")
+        return built[:DATA_INSTANT_DIGITS] or None
 
     # -- checks ------------------------------------------------------------------------------
 

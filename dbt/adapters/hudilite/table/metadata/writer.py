@@ -218,6 +218,11 @@ class MetadataTableWriter:
         first_active = min((instant for instant, _, _ in entries), default=None)
         slices = latest_slices(names, lambda instant: instant in completed or (first_active is not None and instant < first_active))
         done = {instant for instant, action, state in entries if not state and action == COMMIT}
+        # A pending compaction starts a new slice only in the groups its plan lists, as Hudi's
+        # file-system view reads it: a log another group named after it would sit in a slice of
+        # its own, without the base, for Java's readers.
+        planned = {instant: self._planned_groups(instant, partition) for instant, action, state in entries
+                   if action == COMPACTION and state == ".requested" and instant not in done}
         out = {}
         for group, piece in slices.items():
             if piece.base_instant is None:
@@ -225,8 +230,7 @@ class MetadataTableWriter:
                 if not firsts:
                     continue
                 piece = FileSlice(group, None, firsts[0], piece.logs)
-            pending = [instant for instant, action, state in entries
-                       if action == COMPACTION and state == ".requested" and instant not in done and instant > piece.base_instant]
+            pending = [instant for instant, groups in planned.items() if instant > piece.base_instant and group in groups]
             if pending:
                 piece = FileSlice(group, None, max(pending),
                                   [n for n in piece.logs if parse_log_file_name(n).base_instant == max(pending)])
@@ -234,6 +238,11 @@ class MetadataTableWriter:
         if partition == FILES and FILES_GROUP not in out:
             raise CorruptTableError(f"{self.storage.base_path}: the metadata table's {FILES} partition has no base file")
         return out
+
+    def _planned_groups(self, instant: str, partition: str) -> set:
+        """The file groups of `partition` a pending compaction's plan lists."""
+        plan = avro_metadata.decode(self.storage.read_bytes(self._timeline_path(instant, COMPACTION, ".requested")))
+        return {op["fileId"] for op in plan.get("operations") or [] if op.get("partitionPath") == partition}
 
     # -- the record_index partition ----------------------------------------------------------
 
@@ -300,8 +309,8 @@ class MetadataTableWriter:
             "metrics": {"TOTAL_LOG_FILES": float(len(piece.logs))}, "bootstrapFilePath": None}
             for partition, piece in pieces], "extraMetadata": None, "version": 2, "strategy": None,
             "preserveHoodieMetadata": False}
-        self.storage.write_bytes(self._timeline_path(instant, COMPACTION, ".requested"),
-                                 avro_metadata.encode(COMPACTION_PLAN, plan))
+        self.storage.write_atomic(self._timeline_path(instant, COMPACTION, ".requested"),
+                                  avro_metadata.encode(COMPACTION_PLAN, plan), TMP_DIR)
         self._compact(reader, instant, pieces)
         return instant
 

@@ -115,7 +115,7 @@ def write_file_groups(ctx: TableContext, df: DataFrame, action: str, operation: 
         if keyed:
             ctx.check_new_keys(txn.instant, stats, {f for ids in replaced.values() for f in ids}, before)
         leaving = ctx.keys_leaving(before, {f for ids in replaced.values() for f in ids}, stats) if keyed else None
-        index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats, removed=leaving))
+        index_files = ctx.index_delta(txn.instant, IndexChange(written=stats, inserted=stats, leaving=leaving))
         try:
             ctx.commit(txn, operation, data_schema, stats, index_files, replaced)
         except ConcurrentWriteError as err:
