@@ -147,7 +147,8 @@ def test_a_java_table_listing_a_metadata_table_it_lacks_gets_one_on_our_write(sp
     table = HudiTable.open(spark, table.path)
     rows = table.read().drop(*[c for c in table.read().columns if c.startswith("_hoodie")])
     table.upsert(rows.where("id = 1"))
-    assert "hoodie.table.metadata.partitions=files\n" in open(properties).read()
+    # column_stats taken off; files and record_index (a keyed table) built from the snapshot.
+    assert "hoodie.table.metadata.partitions=files,record_index\n" in open(properties).read()
     assert MetadataTable(table.context.storage).reader().partitions() == sorted(
         {r._hoodie_partition_path for r in table.read().select("_hoodie_partition_path").collect()})
     assert table.validate() == []
