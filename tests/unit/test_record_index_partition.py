@@ -75,7 +75,8 @@ def test_each_shard_log_holds_its_keys_and_deletes_behind_a_marker(tmp_path):
     assert sorted(deleted) == ["gone-1", "gone-2"]
 
 
-def test_a_compaction_folds_the_bootstrap_upserts_and_deletes(tmp_path):
+def bootstrapped(tmp_path):
+    """A metadata table whose record_index was built at `<T1>011` with keys k0..k49 in FILE_A."""
     storage = Storage(str(tmp_path))
     (tmp_path / ".hoodie").mkdir()
     writer = MetadataTableWriter(storage)
@@ -85,9 +86,13 @@ def test_a_compaction_folds_the_bootstrap_upserts_and_deletes(tmp_path):
     writer.begin_record_index(init)
     boot = record_index.RecordIndexFiles(str(tmp_path), init, record_index.base_paths(init, 10, WRITE_TOKEN),
                                          {FILE_A: ("eu", T[1])}, bootstrap=True)
-    bases = record_index.write_shards(boot, pa.table({"key": [f"k{i}" for i in range(50)], "file_id": [FILE_A] * 50,
-                                                      "deleted": [False] * 50}), storage)
-    writer.finish_record_index(init, 10, bases)
+    writer.finish_record_index(init, 10, record_index.write_shards(
+        boot, pa.table({"key": [f"k{i}" for i in range(50)], "file_id": [FILE_A] * 50, "deleted": [False] * 50}), storage))
+    return storage, writer, init
+
+
+def test_a_compaction_folds_the_bootstrap_upserts_and_deletes(tmp_path):
+    storage, writer, init = bootstrapped(tmp_path)
     expected = {f"k{i}": ("eu", FILE_A) for i in range(50)}
     for step in range(2, 2 + MAX_DELTA_COMMITS):
         instant = T[step]
@@ -117,17 +122,7 @@ def test_a_pending_compaction_moves_only_the_groups_its_plan_lists(tmp_path):
     from dbt.adapters.hudilite.table.format import avro_metadata
     from dbt.adapters.hudilite.table.metadata.writer import COMPACTION_PLAN
 
-    storage = Storage(str(tmp_path))
-    (tmp_path / ".hoodie").mkdir()
-    writer = MetadataTableWriter(storage)
-    writer.create("t", {"eu": {"a.parquet": 1}})
-    data_instant(tmp_path, T[1], "completed")
-    init = T[1] + "011"
-    writer.begin_record_index(init)
-    boot = record_index.RecordIndexFiles(str(tmp_path), init, record_index.base_paths(init, 10, WRITE_TOKEN),
-                                         {FILE_A: ("eu", T[1])}, bootstrap=True)
-    writer.finish_record_index(init, 10, record_index.write_shards(
-        boot, pa.table({"key": [f"k{i}" for i in range(50)], "file_id": [FILE_A] * 50, "deleted": [False] * 50}), storage))
+    storage, writer, init = bootstrapped(tmp_path)
     pending = T[2] + "001"
     plan = {"operations": [{"baseInstantTime": init, "deltaFilePaths": [], "dataFilePath": None,
                             "fileId": record_index.file_group(0), "partitionPath": RECORD_INDEX, "metrics": None,
