@@ -25,7 +25,7 @@ from .errors import (ConcurrentWriteError, ConfigurationError, DataError, Hudili
                      TableReplacedError, TimelineError)
 from .format.file_group import BaseFile, FileSystemView
 from .spark.file_sizing import FileSizing
-from .index.table_index import IndexChange, TableIndex
+from .index.table_index import IndexChange, TableIndex, file_id_of
 from .format.instant import CLEAN, RESTORE, Instant
 from .index.key_ranges import KeyRangeIndex
 from .format.keygen import PartitionFormat, formats_in_task, partition_grouping, task_row_index
@@ -568,7 +568,7 @@ class TableContext:
         if not replaced or not isinstance(self.index, RecordIndex) or not self.index.metadata_table.record_index_listed():
             return None
         files = [g.latest for g in before.live_groups() if g.file_id in replaced]
-        stored = self.read_files(files).select(F.col(RECORD_KEY).alias("key"), F.substring_index(F.col(FILE_NAME), "_", 1).alias("file_id"))
+        stored = self.read_files(files).select(F.col(RECORD_KEY).alias("key"), file_id_of(F.col(FILE_NAME)).alias("file_id"))
         again = self.index.written_rows(stats).select(F.col(RECORD_KEY).alias("key")) if stats else None
         leaving = stored.join(again, "key", "left_anti") if again is not None else stored
         return leaving.withColumn("deleted", F.lit(True))
