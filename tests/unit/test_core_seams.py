@@ -466,3 +466,55 @@ def test_an_object_store_refuses_a_completed_instant_written_past_publish():
     assert [is_completed_instant_path(p) for p in others] == [False] * 6
     with pytest.raises(ObjectStoreError, match="written only by Storage.publish"):
         Storage("s3://bucket/t").write_atomic(completed[0], b"{}", ".hoodie/.hudilite/tmp")
+
+
+def _listings(storage, monkeypatch):
+    """Counts `.hoodie/` listings on `storage`."""
+    counted = []
+    listed = storage.list_names
+    monkeypatch.setattr(storage, "list_names", lambda rel: (counted.append(rel), listed(rel))[1])
+    return counted
+
+
+def test_a_pinned_timeline_is_listed_once_and_again_after_each_of_its_own_transitions(tmp_path, monkeypatch):
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    storage.write_atomic(".hoodie/20261123000000001.commit", b"{}", layout.TMP_DIR)
+    timeline = Timeline(storage)
+    counted = _listings(storage, monkeypatch)
+    with timeline.pinned():
+        assert [i.timestamp for i in timeline.completed()] == ["20261123000000001"]
+        storage.write_atomic(".hoodie/20261123000000002.commit", b"{}", layout.TMP_DIR)  # another writer's
+        assert len(timeline.completed()) == 1 and timeline.pending() == [] and timeline.service_instants("clean") == []
+        assert counted.count(".hoodie") == 1
+        timeline.create_requested("20261123000000003", "commit")  # its own transition: listed again
+        assert [i.timestamp for i in timeline.instants()] == ["20261123000000001", "20261123000000002", "20261123000000003"]
+        timeline.refresh()
+        timeline.pending()
+        assert counted.count(".hoodie") == 3
+    timeline.completed()
+    timeline.completed()  # unpinned: every question lists
+    assert counted.count(".hoodie") == 5
+
+
+def test_the_first_write_in_flight_is_seen_when_it_finishes_between_the_listings(tmp_path, monkeypatch):
+    """A writer pending at the first listing, whose claim goes before the claims are read and
+    whose instant completes before the second listing, is completed, not lost between the two."""
+    from dbt.adapters.hudilite.table import transaction
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    for name in ("20261123000000001.commit", "20261123000000002.commit.requested", "20261123000000003.commit.requested"):
+        storage.write_atomic(f".hoodie/{name}", b"{}" if name.endswith("commit") else b"", layout.TMP_DIR)
+    timeline = Timeline(storage)
+    claims = iter([[], ["20261123000000003"]])
+
+    def finishing(_storage):
+        storage.write_atomic(".hoodie/20261123000000002.commit", b"{}", layout.TMP_DIR)
+        return next(claims)
+
+    monkeypatch.setattr(transaction, "open_claims", finishing)
+    with timeline.pinned():  # a caller's pin does not hide what finished
+        completed, first = transaction.first_write_in_flight(storage, timeline)
+    assert completed == ["20261123000000001", "20261123000000002"] and first == "20261123000000003"

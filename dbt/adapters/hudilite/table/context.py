@@ -369,6 +369,7 @@ class TableContext:
         one is pending or claimed (their keys would be in neither the base nor a visible delta)."""
         basis = self._index_basis
         with TableLock(self.storage):
+            self.timeline.refresh()  # what completed up to the lock, whatever the caller pinned
             completed = {i.timestamp for i in self.timeline.completed()}
             if basis is None:  # a direct `index.build`/`compact` call: the base covers what is completed up to it
                 basis = {t for t in completed if t <= base_instant}

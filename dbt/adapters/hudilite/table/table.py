@@ -7,6 +7,7 @@ Spark tasks write; reads turn the timeline's file list into a DataFrame.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -53,6 +54,16 @@ def _field_list(value: Fields) -> List[str]:
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
     return list(value)
+
+
+def _write(method):
+    """A write plans on one listing of the timeline (`Timeline.pinned`), not one per question;
+    its transitions and its commit, under the table lock, list it again."""
+    @functools.wraps(method)
+    def write(self, *args, **kwargs):
+        with self.context.timeline.pinned():
+            return method(self, *args, **kwargs)
+    return write
 
 
 class HudiTable:
@@ -233,18 +244,22 @@ class HudiTable:
     # lack leave the table schema (earlier files keep them on disk; reads no longer show them).
     # An insert, overwrite of partitions or upsert of no rows that adds no column changes
     # nothing: no instant is written and None is returned.
+    @_write
     def insert(self, df: DataFrame, drop_missing_columns: bool = False) -> Optional[str]:
         """Append rows as new file groups (a commit); returns the instant."""
         return inserts.insert(self.context, df, schema_mode(drop_missing_columns))
 
+    @_write
     def insert_overwrite(self, df: DataFrame, drop_missing_columns: bool = False) -> Optional[str]:
         """Replace every partition present in `df` (a replacecommit); returns the instant."""
         return inserts.insert_overwrite(self.context, df, schema_mode(drop_missing_columns))
 
+    @_write
     def insert_overwrite_table(self, df: DataFrame) -> str:
         """Replace the whole table, schema included (a replacecommit); returns the instant."""
         return inserts.insert_overwrite_table(self.context, df)
 
+    @_write
     def upsert(self, df: DataFrame, update_columns: Optional[Sequence[str]] = None,
                predicates: Sequence[str] = (), drop_missing_columns: bool = False,
                predicate_alias: Optional[str] = None) -> Optional[str]:
@@ -259,6 +274,7 @@ class HudiTable:
         return upserts.upsert(self.context, df, UPSERT, None if update_columns is None else list(update_columns),
                               list(predicates), predicate_alias, schema_mode(drop_missing_columns))
 
+    @_write
     def delete(self, keys: DataFrame) -> Optional[str]:
         """Delete the rows whose record key fields `keys` holds (a commit). On an auto-keyed
         table `keys` holds `_hoodie_record_key` values, found through the key runs; None
@@ -267,6 +283,7 @@ class HudiTable:
             return updates.delete_auto_keys(self.context, keys)
         return upserts.delete(self.context, keys)
 
+    @_write
     def update(self, assignments: Dict[str, str], where: Optional[str] = None, alias: Optional[str] = None
                ) -> Optional[str]:
         """SQL UPDATE: set columns to SQL expressions over each row's current values, in the
@@ -274,10 +291,12 @@ class HudiTable:
         Returns the instant; None when nothing matched."""
         return updates.update(self.context, assignments, where, alias)
 
+    @_write
     def delete_where(self, where: str, alias: Optional[str] = None) -> Optional[str]:
         """SQL DELETE: remove the rows `where` accepts. Returns the instant; None when nothing matched."""
         return updates.delete_where(self.context, where, alias)
 
+    @_write
     def delete_insert(self, df: DataFrame, key_columns: Sequence[str], predicates: Sequence[str] = (),
                       predicate_alias: Optional[str] = None) -> str:
         """dbt's delete+insert in one commit: delete the rows whose `key_columns` values occur in

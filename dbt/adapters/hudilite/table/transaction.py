@@ -18,6 +18,7 @@ pid is never trusted alone (another host, another pid namespace, a reused pid).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -72,15 +73,21 @@ def open_claims(storage: Storage) -> List[str]:
 def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[str], Optional[str]]:
     """(completed instants, the earliest instant a writer may still publish). Writers claim
     times in order but publish in any order: an instant before that one is final, one after
-    it may yet get an earlier neighbour (Hudi's "hollow commit"). The completed listing is
-    taken twice around the in-flight one, so a writer finishing meanwhile is seen."""
-    completed = [i.timestamp for i in timeline.completed()]
-    while True:
-        in_flight = {i.timestamp for i in timeline.pending()} | set(open_claims(storage))
-        again = [i.timestamp for i in timeline.completed()]
-        if again == completed:
-            break
-        completed = again
+    it may yet get an earlier neighbour (Hudi's "hollow commit"). The timeline is listed
+    before and after the claims are read, until two listings complete the same instants, so a
+    writer finishing meanwhile is seen."""
+    with timeline.pinned():
+        timeline.refresh()
+        completed = [i.timestamp for i in timeline.completed()]
+        while True:
+            claims = set(open_claims(storage))
+            timeline.refresh()
+            instants = timeline.instants()
+            again = [i.timestamp for i in instants if i.is_completed]
+            if again == completed:
+                break
+            completed = again
+    in_flight = {i.timestamp for i in instants if not i.is_completed} | claims
     holes = sorted(in_flight - set(completed))  # a claim outlives its publish by a moment
     return completed, holes[0] if holes else None
 
@@ -164,6 +171,7 @@ def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float
         return []
     rolled_back = []
     with TableLock(storage):  # a writer publishing now must not lose its files under it
+        timeline.refresh()
         pending = {i.timestamp: i for i in timeline.pending()}
         for instant in dead:
             if instant.timestamp in pending and not _writer_is_alive(storage, instant.timestamp, timeout_s):
@@ -205,8 +213,23 @@ class WriteTransaction:
         self._heartbeat: Optional[threading.Thread] = None
         self.completed = False
         self.metadata_table = MetadataTable(storage)
+        # From the start to the commit, the write plans on one listing of the timeline (and one
+        # more after each of its own transitions), not one per question; the commit lists again.
+        self._planning = contextlib.ExitStack()
 
     def __enter__(self) -> "WriteTransaction":
+        self._planning.enter_context(self.timeline.pinned())
+        try:
+            return self._begin()
+        except BaseException:
+            self._end_planning()
+            raise
+
+    def _end_planning(self) -> None:
+        self._planning.close()
+        self.timeline.refresh()
+
+    def _begin(self) -> "WriteTransaction":
         rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
         self.seen = {i.timestamp for i in self.timeline.completed()}  # before the claim: nothing slips by
         # Only restores complete by now: one still running may yet rebuild what this write reads.
@@ -236,6 +259,11 @@ class WriteTransaction:
         metadata, others such as index deltas and the metadata table's record_index logs
         apart), then, under the table lock, check for conflicts and publish.
         `record_index_planned`: the write wrote record_index logs (maybe none) among them."""
+        self._end_planning()
+        with self.timeline.pinned():  # one listing before the lock, one under it
+            self._commit(metadata, private_files, record_index_planned)
+
+    def _commit(self, metadata: CommitMetadata, private_files: Iterable[str], record_index_planned: bool) -> None:
         self._refuse_if_rolled_back()
         reported = {s.path for s in metadata.write_stats} | set(private_files)
         for path in marked_files(self.storage, self.instant):
@@ -254,6 +282,7 @@ class WriteTransaction:
         # only the instants that completed since.
         checked = self._check_conflicts(metadata, set())
         with TableLock(self.storage):
+            self.timeline.refresh()  # what completed up to the lock
             self._refuse_if_rolled_back()
             self._refuse_if_restored()
             self._check_conflicts(metadata, checked)
@@ -347,6 +376,7 @@ class WriteTransaction:
                                        "this write ran; nothing of it was published")
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        self._end_planning()
         self._stop.set()
         if self._heartbeat is not None:
             self._heartbeat.join()

@@ -8,7 +8,9 @@ view of the table starts from what they left readable, ours or Java's writer's a
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
+import threading
 from typing import Dict, List, Optional, Tuple
 
 from . import archived_timeline
@@ -49,11 +51,48 @@ class Timeline:
         # The last view built: (the archived view it starts from, its commits' instants, the view).
         # A later view of the same start and more commits extends it (`view`).
         self._view: Optional[Tuple[ArchivedView, Tuple[str, ...], FileSystemView]] = None
+        # While pinned (`pinned`), per thread: the `.hoodie/` names and the archived view, listed once.
+        self._pin = threading.local()
+
+    @contextlib.contextmanager
+    def pinned(self):
+        """Within it, this thread lists `.hoodie/` and reads the archived view once, not at every
+        question: one consistent picture of the timeline, plus what this object itself writes
+        (each transition drops the picture). For a write's planning, between its start and the
+        lock of its commit; whoever needs what other writers did since calls `refresh()`."""
+        depth = getattr(self._pin, "depth", 0)
+        self._pin.depth = depth + 1
+        try:
+            yield self
+        finally:
+            self._pin.depth = depth
+            if not depth:
+                self.refresh()
+
+    def refresh(self) -> None:
+        """Forget the pinned picture: the next question lists the timeline again."""
+        self._pin.names = None
+        self._pin.archived = None
+
+    def _pinned(self, attribute: str, read):
+        if not getattr(self._pin, "depth", 0):
+            return read()
+        value = getattr(self._pin, attribute, None)
+        if value is None:
+            value = read()
+            setattr(self._pin, attribute, value)
+        return value
+
+    def _names(self) -> List[str]:
+        return self._pinned("names", lambda: self.storage.list_names(HOODIE_DIR))
 
     def archived(self) -> ArchivedView:
         """What archived instants left readable (empty before the first archival): our archived
         view, with the commits of Hudi archive files newer than it folded in (what Java's
         writer archived). Read with every listing; parsed again only when either changed."""
+        return self._pinned("archived", self._read_archived)
+
+    def _read_archived(self) -> ArchivedView:
         try:
             text = self.storage.read_text(ARCHIVED_VIEW)
         except FileNotFoundError:
@@ -74,7 +113,7 @@ class Timeline:
     def _active(self) -> Tuple[ArchivedView, List[Instant]]:
         # Listed before the archived view is read: an archival in between only adds instants
         # the view already covers, which are dropped, never loses one.
-        names = self.storage.list_names(HOODIE_DIR)
+        names = self._names()
         archived = self.archived()
         # An archived instant's files may outlive an archival that died: they are not active.
         return archived, _most_advanced(names, ACTIONS, after=archived.through)
@@ -85,7 +124,7 @@ class Timeline:
     # ---- the table services' instants: Avro metadata, not part of any snapshot ----------------
     def service_instants(self, action: str) -> List[Instant]:
         """The clean, savepoint or restore instants, each in its most advanced state, oldest first."""
-        return _most_advanced(self.storage.list_names(HOODIE_DIR), (action,))
+        return _most_advanced(self._names(), (action,))
 
     def savepoints(self) -> List[str]:
         """The savepointed instants (`savepoint`), oldest first."""
@@ -102,7 +141,10 @@ class Timeline:
         if instant.is_completed:
             self._publish(path, body)
         else:
-            self.storage.write_atomic(path, body, TMP_DIR)
+            try:
+                self.storage.write_atomic(path, body, TMP_DIR)
+            finally:
+                self.refresh()
 
     def pending(self) -> List[Instant]:
         return [i for i in self.instants() if not i.is_completed]
@@ -142,6 +184,7 @@ class Timeline:
                 return archived, [(i, self.metadata(i)) for i in instants
                                   if i.is_completed and (as_of is None or i.timestamp <= as_of)]
             except FileNotFoundError:
+                self.refresh()
                 continue
         raise TimelineError(f"table at {self.storage.base_path}: the timeline kept changing under the reader")
 
@@ -185,10 +228,16 @@ class Timeline:
         return posixpath.join(HOODIE_DIR, instant_file_name(timestamp, action, state))
 
     def create_requested(self, timestamp: str, action: str) -> None:
-        self.storage.write_bytes(self._path(timestamp, action, REQUESTED), b"")
+        self._write(self._path(timestamp, action, REQUESTED))
 
     def transition_to_inflight(self, timestamp: str, action: str) -> None:
-        self.storage.write_bytes(self._path(timestamp, action, INFLIGHT), b"")
+        self._write(self._path(timestamp, action, INFLIGHT))
+
+    def _write(self, path: str) -> None:
+        try:
+            self.storage.write_bytes(path, b"")
+        finally:
+            self.refresh()
 
     def complete(self, timestamp: str, action: str, metadata: CommitMetadata) -> None:
         body = metadata.to_json(is_replace=action != "commit").encode("utf-8")
@@ -196,7 +245,10 @@ class Timeline:
 
     def _publish(self, path: str, body: bytes) -> None:
         """A completed instant, created only if absent: never replaced (`Storage.publish`)."""
-        self.storage.publish(path, body, TMP_DIR, lambda: check_lease(self.storage))
+        try:
+            self.storage.publish(path, body, TMP_DIR, lambda: check_lease(self.storage))
+        finally:
+            self.refresh()
 
     def is_published(self, timestamp: str, action: str) -> bool:
         """Whether the completed instant file exists: from then on the instant is committed."""
@@ -206,5 +258,8 @@ class Timeline:
         """Remove a pending instant's files, inflight before requested, as Hudi does."""
         if instant.is_completed:
             raise TimelineError(f"refusing to delete completed instant {instant.timestamp}")
-        self.storage.delete_file(self._path(instant.timestamp, instant.action, INFLIGHT))
-        self.storage.delete_file(self._path(instant.timestamp, instant.action, REQUESTED))
+        try:
+            self.storage.delete_file(self._path(instant.timestamp, instant.action, INFLIGHT))
+            self.storage.delete_file(self._path(instant.timestamp, instant.action, REQUESTED))
+        finally:
+            self.refresh()
