@@ -7,11 +7,19 @@ path (`object_store_settings.spark_conf`), for tests/core/test_object_storage.py
 The endpoint and credentials come from the environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
 ...), as on a real host. Prints one JSON line: what the test compares with its own expectation
 and with hudi-rs.
+
+With `CRASHES_AFTER` (an environment variable naming a file) the `crashes` scenario starts only
+once that file exists: "go" once tests/core/s3_crash_writer.py was killed and the test has read
+what its writes left, "skip" when it was not killed. So the other scenarios run while the crash
+writer does.
 """
 
 import json
 import os
 import sys
+import time
+
+CRASHES_AFTER = "HUDILITE_S3_CRASHES_AFTER"
 
 
 def _rows(df):
@@ -157,7 +165,7 @@ def run(spark, events, HudiTable, base: str, scenario: str) -> dict:
         out["objects"] = sorted(table.context.storage.list_files_recursive(""))
         return out
     elif scenario == "crashes":
-        return crashes(spark, HudiTable, base)
+        return crashes(spark, HudiTable, base) if _crashes_go() else {"skipped": True}
     elif scenario == "rebuilds":
         return rebuilds(spark, events, HudiTable, base)
     elif scenario == "two_writers":
@@ -224,6 +232,17 @@ def rebuilds(spark, events, HudiTable, root: str) -> dict:
     out["left"] = [p for p in Storage(root).list_files_recursive("a")
                    if p.startswith((".hudilite_rebuilds/", "t_none/")) or p.endswith("swap.json")]
     return out
+
+
+def _crashes_go() -> bool:
+    """True once the killed writes may be followed (see CRASHES_AFTER), False when there are none."""
+    path = os.environ.get(CRASHES_AFTER)
+    deadline = time.monotonic() + 1200
+    while path and not (os.path.exists(path) and open(path).read() in ("go", "skip")):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{path} never said go or skip")
+        time.sleep(0.2)
+    return not path or open(path).read() == "go"
 
 
 def crashes(spark, HudiTable, base: str) -> dict:

@@ -613,29 +613,43 @@ def test_a_holder_that_lost_its_lease_publishes_nothing(table_uri):
 def core_tables(s3, tmp_path_factory):
     base = f"s3://{BUCKET}/core-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC")
-    # First the crash subset: one process whose six writes are killed in flight
-    # (tests/core/s3_crash_writer.py); the next writers run in the job below.
+    # Two processes at once, on tables of their own: the crash subset, one process whose six
+    # writes are killed in flight (tests/core/s3_crash_writer.py), and the job with every other
+    # scenario, whose `crashes` scenario (the next writers) waits until the killed writes were
+    # read here. Each spends much of its time starting a JVM or waiting on the store.
     from tests.core.s3_crash_writer import TABLES
-    child = subprocess.Popen([sys.executable, "-m", "tests.core.s3_crash_writer", f"{base}/crashes",
-                              str(tmp_path_factory.mktemp("barrier"))], cwd=ROOT, env=env, start_new_session=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from tests.core.s3_table_job import CRASHES_AFTER
+    folder = tmp_path_factory.mktemp("core_tables")
+    crashes_after = folder / "crashes_after"
+    scenarios = ["keyed", "append", "conflict", "race", "services", "two_writers", "odd_partitions", "rebuilds",
+                 "crashes"]
+    with open(folder / "job.out", "w") as job_out, open(folder / "job.err", "w") as job_err:
+        job = subprocess.Popen([sys.executable, "-m", "tests.core.s3_table_job", base, *scenarios], cwd=ROOT,
+                               env=dict(env, **{CRASHES_AFTER: str(crashes_after)}), stdout=job_out, stderr=job_err,
+                               start_new_session=True)
     try:
-        out, err = child.communicate(timeout=900)
-    finally:
+        child = subprocess.Popen([sys.executable, "-m", "tests.core.s3_crash_writer", f"{base}/crashes",
+                                  str(tmp_path_factory.mktemp("barrier"))], cwd=ROOT, env=env, start_new_session=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            os.killpg(child.pid, signal.SIGKILL)  # its JVM and Python workers
-        except ProcessLookupError:
-            pass
-    crashed = {"returncode": child.returncode, "stdout": out, "stderr": err[-3000:]}
-    if child.returncode == -signal.SIGKILL:  # what a reader sees before any next writer
-        crashed["hudi_rs"] = {name: _hudi_rs(f"{base}/crashes/{name}", columns=("id", "v", "day")) for name in TABLES}
-    scenarios = ["keyed", "append", "conflict", "race", "services", "two_writers", "odd_partitions", "rebuilds"]
-    if child.returncode == -signal.SIGKILL:  # else the crash test fails on its own, and only it
-        scenarios.append("crashes")
-    proc = subprocess.run([sys.executable, "-m", "tests.core.s3_table_job", base, *scenarios], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1500, env=env)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+            out, err = child.communicate(timeout=900)
+        finally:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)  # its JVM and Python workers
+            except ProcessLookupError:
+                pass
+        crashed = {"returncode": child.returncode, "stdout": out, "stderr": err[-3000:]}
+        killed = child.returncode == -signal.SIGKILL  # else the crash test fails on its own, and only it
+        if killed:  # what a reader sees before any next writer
+            crashed["hudi_rs"] = {name: _hudi_rs(f"{base}/crashes/{name}", columns=("id", "v", "day")) for name in TABLES}
+        (folder / "crashes_after.tmp").write_text("go" if killed else "skip")
+        os.replace(folder / "crashes_after.tmp", crashes_after)
+        job.wait(timeout=1500)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)  # its JVM and Python workers too
+    lines = [line for line in (folder / "job.out").read_text().splitlines() if line.startswith("RESULT ")]
+    assert job.returncode == 0 and lines, (folder / "job.err").read_text()[-4000:]
     results = json.loads(lines[-1][len("RESULT "):])
     results["crashed"] = crashed
     return base, results
