@@ -73,6 +73,21 @@ def write(spark, request):
     return {}
 
 
+_PROBES = iter(range(1 << 62))  # a catalog name per table `archived_commits` looks at
+
+
+def archived_commits(spark, request):
+    """Hudi's own view of a table's archived timeline: its `show_archived_commits` procedure
+    (what Hudi's CLI `commits showarchived` prints), over a catalog table at `path`."""
+    name = f"archived_probe_{next(_PROBES)}"
+    spark.sql(f"create table {name} (id bigint, v string, ts bigint, region string) using hudi partitioned by "
+              f"(region) location '{request['path']}' tblproperties (primaryKey = 'id', preCombineField = 'ts')")
+    rows = spark.sql(f"call show_archived_commits(table => '{name}', limit => 1000, "
+                     "start_ts => '00000000000000000', end_ts => '99999999999999999')").collect()
+    return {"rows": [{k: str(v) if v is not None and not isinstance(v, (int, float, str)) else v
+                      for k, v in r.asDict().items()} for r in rows]}
+
+
 _ROW_MODULES = {}
 _BENCH_GROUPS = iter(range(1 << 62))  # a job group per timed write
 
@@ -121,7 +136,8 @@ def bench(spark, request):
 def main() -> None:
     version, ivy = sys.argv[1], sys.argv[2]
     spark = session(version, ivy, json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
-    handlers = {"read": read, "reads": reads, "write": write, "bench": bench, "version": lambda s, r: {"spark": s.version}}
+    handlers = {"read": read, "reads": reads, "write": write, "bench": bench, "archived_commits": archived_commits,
+                "version": lambda s, r: {"spark": s.version}}
     print(REPLY + json.dumps({"ok": True, "ready": version}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)

@@ -2,10 +2,8 @@
 (snapshots, and incremental queries that start in the archived range), and we open, read and
 continue a table whose timeline Hudi's own writer archived."""
 
-import json
 import os
 import posixpath
-import subprocess
 from types import SimpleNamespace
 
 from pyspark.sql import functions as F
@@ -15,7 +13,7 @@ from dbt.adapters.hudilite.table.format import archived_timeline
 from dbt.adapters.hudilite.table.format.instant import COMPLETED
 from dbt.adapters.hudilite.table.storage.layout import HOODIE_DIR
 from dbt.adapters.hudilite.table.format.properties import TableConfig
-from tests.referee.hudi_spark import HOME, SERVER, changes_options, referee_python
+from tests.referee.hudi_spark import changes_options
 from tests.referee.test_hudi_spark_reads import compare
 from tests.referee.test_hudi_spark_writes import SCHEMA, agree, hudi_options
 
@@ -27,33 +25,9 @@ ARCHIVE_EARLY = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
                  "hoodie.cleaner.commits.retained": "1"}
 
 
-# Hudi's own view of a table's archived timeline: its `show_archived_commits` procedure (what
-# Hudi's CLI `commits showarchived` prints), in a Spark session of that Hudi version.
-_PROBE = """
-import json, sys
-sys.path.insert(0, sys.argv[4])
-from hudi_spark_server import session
-spark = session(sys.argv[1], sys.argv[2])
-spark.sql(f"create table archived_probe (id bigint, v string, ts bigint, region string) using hudi "
-          f"partitioned by (region) location '{sys.argv[3]}' tblproperties (primaryKey = 'id', preCombineField = 'ts')")
-rows = spark.sql("call show_archived_commits(table => 'archived_probe', limit => 1000, start_ts => '00000000000000000', end_ts => '99999999999999999')").collect()
-print("@@PROBE " + json.dumps([r.asDict() for r in rows], default=str))
-"""
-
-
-def hudi_archived_commits(version: str, path: str, workdir) -> list:
-    script = workdir / "show_archived.py"
-    script.write_text(_PROBE)
-    python = str(referee_python())
-    env = {**os.environ, "TZ": "UTC", "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
-    env.pop("SPARK_HOME", None)
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run([python, str(script), version, str(HOME / "ivy"), path, str(SERVER.parent)], cwd=workdir,
-                          env=env, capture_output=True, text=True, timeout=600)
-    for line in done.stdout.splitlines():
-        if line.startswith("@@PROBE "):
-            return json.loads(line[len("@@PROBE "):])
-    raise AssertionError(f"Hudi {version}'s show_archived_commits failed:\n{done.stderr[-3000:]}")
+def hudi_archived_commits(hudi_spark, path: str) -> list:
+    """Hudi's `show_archived_commits` of the table at `path`, in the referee's session."""
+    return hudi_spark.request("archived_commits", path=path)["rows"]
 
 
 def _archive_entries(table: HudiTable):
@@ -104,9 +78,7 @@ def test_hudi_reads_a_table_we_archived(spark, hudi_spark, tmp_path):
     assert all(e.metadata["partitionToWriteStats"] for e in entries if e.state == COMPLETED)
     assert table.context.timeline.archived().through == archived[-1]
     # Hudi's archived timeline reads it: the archived commits, with what they wrote.
-    probe = tmp_path / "probe"
-    probe.mkdir()
-    shown = hudi_archived_commits(hudi_spark.version, table.path, probe)
+    shown = hudi_archived_commits(hudi_spark, table.path)
     print(f"Hudi {hudi_spark.version} show_archived_commits:", shown[:2])
     assert sorted({r["commit_time"] for r in shown}) == archived, shown
 
@@ -191,5 +163,5 @@ def test_we_continue_a_table_hudi_made_and_archived_in_its_own_folder(spark, hud
     after, _ = _archive_entries(table)
     assert len(after) == len(names) + 1, (names, after)
     agree(HudiTable.open(spark, path), hudi_spark, f"after our archival into {folder}")
-    shown = hudi_archived_commits(hudi_spark.version, path, tmp_path)
+    shown = hudi_archived_commits(hudi_spark, path)
     assert max(r["commit_time"] for r in shown) == HudiTable.open(spark, path).context.timeline.archived().through
