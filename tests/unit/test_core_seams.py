@@ -518,3 +518,28 @@ def test_the_first_write_in_flight_is_seen_when_it_finishes_between_the_listings
     with timeline.pinned():  # a caller's pin does not hide what finished
         completed, first = transaction.first_write_in_flight(storage, timeline)
     assert completed == ["20261123000000001", "20261123000000002"] and first == "20261123000000003"
+
+
+def test_a_write_that_fails_after_its_claim_is_undone_at_once(tmp_path, monkeypatch):
+    """A claimed instant whose requested file cannot be written is rolled back there and then:
+    its heartbeat stops, and it no longer counts as a write in flight of this process."""
+    import json
+
+    from dbt.adapters.hudilite.table import transaction
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+    from dbt.adapters.hudilite.table.storage.layout import writer_path
+
+    storage = Storage(str(tmp_path))
+    timeline = Timeline(storage)
+
+    def refused(timestamp, action):
+        raise OSError("the store refused the put")
+
+    monkeypatch.setattr(timeline, "create_requested", refused)
+    txn = transaction.WriteTransaction(storage, timeline, "commit", heartbeat_interval_s=0.05)
+    with pytest.raises(OSError, match="refused the put"):
+        txn.__enter__()
+    assert txn.instant is not None and txn.instant not in transaction._active_in_this_process
+    assert not txn._heartbeat.is_alive()
+    assert json.loads(storage.read_text(writer_path(txn.instant)))["state"] == transaction.ROLLED_BACK
+    assert transaction.first_write_in_flight(storage, timeline) == ([], None)

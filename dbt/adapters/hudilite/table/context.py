@@ -197,6 +197,7 @@ class TableContext:
 
     # ---- the index --------------------------------------------------------------------------
     def build_index(self, num_shards: Optional[int] = None) -> int:
+        self.timeline.refresh()  # built from what is completed now: its guard compares with that
         completed = self.timeline.completed()
         if not completed:
             raise self.error("nothing to index before the first commit")
@@ -579,6 +580,7 @@ class TableContext:
         """Publish the instant: its write stats, replaced file groups, schema and index files.
         A keyed write whose index lookups missed another writer's commit (one that completed
         after `ensure_index`) is refused: it may hold a key that commit stored."""
+        self.timeline.refresh()  # what completed while the tasks ran, not the write's planning picture
         if not self.config.auto_keys and self.index.is_built() and self.foreign_commits():
             raise ConcurrentWriteError(
                 f"table {self.name}: another writer (Hudi's own) committed while this write ran, after the record index "

@@ -212,6 +212,7 @@ class WriteTransaction:
         self._stop = threading.Event()
         self._heartbeat: Optional[threading.Thread] = None
         self.completed = False
+        self._requested = False  # its requested instant is on the timeline
         self.metadata_table = MetadataTable(storage)
         # From the start to the commit, the write plans on one listing of the timeline (and one
         # more after each of its own transitions), not one per question; the commit lists again.
@@ -221,8 +222,11 @@ class WriteTransaction:
         self._planning.enter_context(self.timeline.pinned())
         try:
             return self._begin()
-        except BaseException:
-            self._end_planning()
+        except BaseException as err:
+            if self.instant is None:
+                self._end_planning()
+            else:  # claimed: undone as a failed write, or it would count as in flight until the process ends
+                self.__exit__(type(err), err, err.__traceback__)
             raise
 
     def _end_planning(self) -> None:
@@ -230,15 +234,20 @@ class WriteTransaction:
         self.timeline.refresh()
 
     def _begin(self) -> "WriteTransaction":
-        rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
+        # What is completed now, not when the caller pinned the timeline: a commit between the two
+        # would be in this write's view but not in `seen`, and conflict with it. Taken before the
+        # rollback of dead writers, which completes nothing, on the same listing.
+        self.timeline.refresh()
         self.seen = {i.timestamp for i in self.timeline.completed()}  # before the claim: nothing slips by
         # Only restores complete by now: one still running may yet rebuild what this write reads.
         self.restores_seen = {i.timestamp for i in self.timeline.service_instants(RESTORE) if i.is_completed}
+        rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
         self.instant = self._claim()
         _active_in_this_process.add(self.instant)
         self._heartbeat = threading.Thread(target=self._beat, name=f"hudilite-heartbeat-{self.instant}", daemon=True)
         self._heartbeat.start()
         self.timeline.create_requested(self.instant, self.action)
+        self._requested = True
         self.timeline.transition_to_inflight(self.instant, self.action)
         faults.reach("requested")
         return self
@@ -390,7 +399,7 @@ class WriteTransaction:
                 # A write that failed because another writer rolled it back (and deleted its
                 # files, an upsert's staged rows too) says so, whatever the failure looked like.
                 taken = (isinstance(exc, Exception) and not isinstance(exc, ConcurrentWriteError)
-                         and self._rolled_back_by_another())
+                         and self._requested and self._rolled_back_by_another())
                 rollback(self.storage, self.timeline, Instant(self.instant, self.action, INFLIGHT))
         finally:
             _active_in_this_process.discard(self.instant)
