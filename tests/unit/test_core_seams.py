@@ -469,14 +469,15 @@ def test_an_object_store_refuses_a_completed_instant_written_past_publish():
 
 
 def _listings(storage, monkeypatch):
-    """Counts `.hoodie/` listings on `storage`."""
+    """Counts the listings of each folder of `storage` (names, and names with sizes)."""
     counted = []
-    listed = storage.list_names
-    monkeypatch.setattr(storage, "list_names", lambda rel: (counted.append(rel), listed(rel))[1])
+    for method in ("list_names", "list_files_with_sizes"):
+        listed = getattr(storage, method)
+        monkeypatch.setattr(storage, method, lambda rel, listed=listed: (counted.append(rel), listed(rel))[1])
     return counted
 
 
-def test_a_pinned_timeline_is_listed_once_and_again_after_each_of_its_own_transitions(tmp_path, monkeypatch):
+def test_a_pinned_timeline_is_listed_once_and_takes_in_its_own_transitions(tmp_path, monkeypatch):
     from dbt.adapters.hudilite.table.format.timeline import Timeline
 
     storage = Storage(str(tmp_path))
@@ -488,9 +489,21 @@ def test_a_pinned_timeline_is_listed_once_and_again_after_each_of_its_own_transi
         storage.write_atomic(".hoodie/20261123000000002.commit", b"{}", layout.TMP_DIR)  # another writer's
         assert len(timeline.completed()) == 1 and timeline.pending() == [] and timeline.service_instants("clean") == []
         assert counted.count(".hoodie") == 1
-        timeline.create_requested("20261123000000003", "commit")  # its own transition: listed again
-        assert [i.timestamp for i in timeline.instants()] == ["20261123000000001", "20261123000000002", "20261123000000003"]
-        timeline.refresh()
+        timeline.create_requested("20261123000000003", "commit")  # its own transition: taken in, not listed
+        assert [i.timestamp for i in timeline.instants()] == ["20261123000000001", "20261123000000003"]
+        timeline.delete_pending(Instant("20261123000000003", "commit", "REQUESTED"))
+        assert [i.timestamp for i in timeline.instants()] == ["20261123000000001"]
+        assert counted.count(".hoodie") == 1
+        timeline.refresh()  # what others did too
+        assert [i.timestamp for i in timeline.completed()] == ["20261123000000001", "20261123000000002"]
+        assert counted.count(".hoodie") == 2
+
+        def refused(path, data):
+            raise OSError("the store refused the put")
+
+        monkeypatch.setattr(storage, "write_bytes", refused)
+        with pytest.raises(OSError):
+            timeline.create_requested("20261123000000004", "commit")  # unknown outcome: the picture goes
         timeline.pending()
         assert counted.count(".hoodie") == 3
     timeline.completed()

@@ -165,7 +165,10 @@ class TableContext:
         its deletions may be unfinished)."""
         cleans = self.timeline.service_instants(CLEAN)
         if not cleans:  # a table cleaned before hudilite recorded cleans as Hudi does
-            return json.loads(self.storage.read_text(CLEAN_STATE)) if self.storage.exists(CLEAN_STATE) else {}
+            try:
+                return json.loads(self.storage.read_state(CLEAN_STATE))
+            except FileNotFoundError:
+                return {}
         record = self.timeline.service_metadata(cleans[-1])
         if cleans[-1].is_completed:
             return {"earliest_retained": record["earliestCommitToRetain"] or None, "complete": True,
@@ -369,8 +372,7 @@ class TableContext:
         lock, only while exactly the instants it was computed from are completed and no older
         one is pending or claimed (their keys would be in neither the base nor a visible delta)."""
         basis = self._index_basis
-        with TableLock(self.storage):
-            self.timeline.refresh()  # what completed up to the lock, whatever the caller pinned
+        with TableLock(self.storage):  # the timeline read afresh under it
             completed = {i.timestamp for i in self.timeline.completed()}
             if basis is None:  # a direct `index.build`/`compact` call: the base covers what is completed up to it
                 basis = {t for t in completed if t <= base_instant}
@@ -612,5 +614,5 @@ class TableContext:
 
 def read_config(storage: Storage) -> props.TableConfig:
     """The table's config, from its hoodie.properties."""
-    text = storage.read_text(PROPERTIES_FILE)
+    text = storage.read_state(PROPERTIES_FILE)
     return props.TableConfig.from_properties(props.loads(text), ours=text.startswith(props.SAVED_BY_HUDILITE))

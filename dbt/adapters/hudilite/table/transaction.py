@@ -31,10 +31,10 @@ from .storage import faults
 from .format.commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError, CorruptTableError
-from .format.instant import INFLIGHT, RESTORE, Instant, is_instant_time, next_instant_time
+from .format.instant import INFLIGHT, RESTORE, Instant, next_instant_time
 from .metadata.record_index import FOLDER as RECORD_INDEX_FOLDER
 from .metadata.table import MetadataTable
-from .storage.layout import HOODIE_DIR, WRITERS_DIR, marker_path, markers_dir, writer_instant, writer_path
+from .storage.layout import WRITERS_DIR, marker_path, markers_dir, writer_instant, writer_path
 from .storage.lock import TableLock
 from .storage.filesystem import Storage
 from .format.timeline import Timeline
@@ -77,8 +77,7 @@ def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[st
     before and after the claims are read, until two listings complete the same instants, so a
     writer finishing meanwhile is seen."""
     with timeline.pinned():
-        timeline.refresh()
-        completed = [i.timestamp for i in timeline.completed()]
+        completed = [i.timestamp for i in timeline.completed()]  # as the caller pinned it: listed again below
         while True:
             claims = set(open_claims(storage))
             timeline.refresh()
@@ -92,20 +91,22 @@ def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[st
     return completed, holes[0] if holes else None
 
 
-def _claim_time(storage: Storage, owner: dict) -> str:
-    """A new instant time, later than every instant and claim, claimed exclusively."""
+def _claim_time(timeline: Timeline, owner: dict) -> str:
+    """A new instant time, later than every instant and claim, claimed exclusively. The claims
+    are listed afresh at every attempt; the timeline as the caller pinned it (an instant is
+    claimed before it reaches the timeline)."""
+    storage = timeline.storage
     while True:
-        on_timeline = [name[:17] for name in storage.list_names(HOODIE_DIR) if is_instant_time(name[:17])]
-        seen = on_timeline + claimed_instants(storage)
+        seen = timeline.instant_times() + claimed_instants(storage)
         candidate = next_instant_time(max(seen) if seen else None)
         if storage.create_exclusive(writer_path(candidate), json.dumps(owner).encode()):
             return candidate
 
 
-def reserve_service_time(storage: Storage, action: str) -> str:
+def reserve_service_time(timeline: Timeline, action: str) -> str:
     """An instant time for a table service (clean, restore): claimed like a write's, and a
     tombstone from the start, since no write will publish under it."""
-    return _claim_time(storage, {"state": ROLLED_BACK, "service": action})
+    return _claim_time(timeline, {"state": ROLLED_BACK, "service": action})
 
 
 def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
@@ -170,8 +171,7 @@ def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float
     if not dead and not abandoned:
         return []
     rolled_back = []
-    with TableLock(storage):  # a writer publishing now must not lose its files under it
-        timeline.refresh()
+    with TableLock(storage):  # a writer publishing now must not lose its files under it (the timeline read afresh)
         pending = {i.timestamp: i for i in timeline.pending()}
         for instant in dead:
             if instant.timestamp in pending and not _writer_is_alive(storage, instant.timestamp, timeout_s):
@@ -214,8 +214,8 @@ class WriteTransaction:
         self.completed = False
         self._requested = False  # its requested instant is on the timeline
         self.metadata_table = MetadataTable(storage)
-        # From the start to the commit, the write plans on one listing of the timeline (and one
-        # more after each of its own transitions), not one per question; the commit lists again.
+        # From the start to the commit, the write plans on one listing of the timeline (with its
+        # own transitions taken in), not one per question; the commit lists again under its lock.
         self._planning = contextlib.ExitStack()
 
     def __enter__(self) -> "WriteTransaction":
@@ -230,8 +230,7 @@ class WriteTransaction:
             raise
 
     def _end_planning(self) -> None:
-        self._planning.close()
-        self.timeline.refresh()
+        self._planning.close()  # the commit's checks read afresh under its lock
 
     def _begin(self) -> "WriteTransaction":
         # What is completed now, not when the caller pinned the timeline: a commit between the two
@@ -254,7 +253,7 @@ class WriteTransaction:
 
     def _claim(self) -> str:
         owner = {"host": socket.gethostname(), "pid": os.getpid(), "state": "writing"}
-        return _claim_time(self.storage, owner)
+        return _claim_time(self.timeline, owner)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_interval_s):
@@ -279,7 +278,7 @@ class WriteTransaction:
             if path not in reported:  # a failed, retried or speculative attempt's file
                 self.storage.delete_file(path)
         sizes = {p: self._size(p) for p in reported if p.startswith(RECORD_INDEX_FOLDER + "/")}
-        missing = [p for p in sorted(reported) if (sizes[p] is None if p in sizes else not self.storage.exists(p))]
+        missing = [p for p in sorted(reported) if (sizes[p] is None if p in sizes else not self.storage.is_file(p))]
         if missing:
             self._refuse_if_restored()  # a restore drops the metadata table, with this write's record_index logs
             if all(p in sizes for p in missing):
@@ -290,8 +289,7 @@ class WriteTransaction:
         # Most of the comparison runs before the lock (reading keys can take a while); under it,
         # only the instants that completed since.
         checked = self._check_conflicts(metadata, set())
-        with TableLock(self.storage):
-            self.timeline.refresh()  # what completed up to the lock
+        with TableLock(self.storage):  # the timeline read afresh: what completed up to the lock
             self._refuse_if_rolled_back()
             self._refuse_if_restored()
             self._check_conflicts(metadata, checked)

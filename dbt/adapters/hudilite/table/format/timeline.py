@@ -8,17 +8,16 @@ view of the table starts from what they left readable, ours or Java's writer's a
 
 from __future__ import annotations
 
-import contextlib
 import posixpath
-import threading
-from typing import Dict, List, Optional, Tuple
+import contextlib
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import archived_timeline
 from . import avro_metadata
 from .archived_timeline import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
-from .instant import (ACTIONS, COMPLETED, INFLIGHT, REQUESTED, SAVEPOINT, Instant, instant_file_name,
+from .instant import (ACTIONS, COMPLETED, INFLIGHT, REQUESTED, SAVEPOINT, Instant, instant_file_name, is_instant_time,
                       parse_instant_file_name, to_instant_time)
 from ..errors import CorruptTableError, TimelineError
 from ..storage.lock import check_lease
@@ -42,6 +41,9 @@ def _most_advanced(names: List[str], actions, after: Optional[str] = None) -> Li
     return sorted(latest.values(), key=lambda i: i.timestamp)
 
 
+_NAMES, _ARCHIVED = "timeline names", "archived view"  # their pinned values (`Storage.pinned_value`)
+
+
 class Timeline:
     def __init__(self, storage: Storage, archived_dir: str = ARCHIVED_DIR):
         self.storage = storage
@@ -51,46 +53,38 @@ class Timeline:
         # The last view built: (the archived view it starts from, its commits' instants, the view).
         # A later view of the same start and more commits extends it (`view`).
         self._view: Optional[Tuple[ArchivedView, Tuple[str, ...], FileSystemView]] = None
-        # While pinned (`pinned`), per thread: the `.hoodie/` names and the archived view, listed once.
-        self._pin = threading.local()
 
-    @contextlib.contextmanager
     def pinned(self):
-        """Within it, this thread lists `.hoodie/` and reads the archived view once, not at every
-        question: one consistent picture of the timeline, plus what this object itself writes
-        (each transition drops the picture). For a write's planning, between its start and the
-        lock of its commit; whoever needs what other writers did since calls `refresh()`."""
-        depth = getattr(self._pin, "depth", 0)
-        self._pin.depth = depth + 1
-        try:
-            yield self
-        finally:
-            self._pin.depth = depth
-            if not depth:
-                self.refresh()
+        """One listing of `.hoodie/` and one read of the archived view while pinned
+        (`Storage.pinned`), plus what this object itself writes (each transition is taken in).
+        For a write's planning, between its start and the lock of its commit."""
+        return self.storage.pinned()
 
     def refresh(self) -> None:
         """Forget the pinned picture: the next question lists the timeline again."""
-        self._pin.names = None
-        self._pin.archived = None
-
-    def _pinned(self, attribute: str, read):
-        if not getattr(self._pin, "depth", 0):
-            return read()
-        value = getattr(self._pin, attribute, None)
-        if value is None:
-            value = read()
-            setattr(self._pin, attribute, value)
-        return value
+        self.storage.refresh()
 
     def _names(self) -> List[str]:
-        return self._pinned("names", lambda: self.storage.list_names(HOODIE_DIR))
+        return self.storage.pinned_value(_NAMES, lambda: self.storage.list_names(HOODIE_DIR))
+
+    @contextlib.contextmanager
+    def _changing(self, added: Iterable[str] = (), removed: Iterable[str] = ()):
+        """This object's own change to `.hoodie/`: a pinned listing takes it in (listing again
+        would add only what others did, which a pin leaves out until `refresh`). One that fails
+        leaves the store unknown: the picture goes."""
+        try:
+            yield
+        except BaseException:
+            self.refresh()
+            raise
+        added, removed = [posixpath.basename(p) for p in added], {posixpath.basename(p) for p in removed}
+        self.storage.pinned_update(_NAMES, lambda names: [n for n in names if n not in removed] + added)
 
     def archived(self) -> ArchivedView:
         """What archived instants left readable (empty before the first archival): our archived
         view, with the commits of Hudi archive files newer than it folded in (what Java's
         writer archived). Read with every listing; parsed again only when either changed."""
-        return self._pinned("archived", self._read_archived)
+        return self.storage.pinned_value(_ARCHIVED, self._read_archived)
 
     def _read_archived(self) -> ArchivedView:
         try:
@@ -105,6 +99,14 @@ class Timeline:
             newer = archived_timeline.archived_commits(self.storage, list(files), view.through, self.archived_dir) if files else []
             self._archived = (key, view.folded(newer) if newer else view)
         return self._archived[1]
+
+    def file_names(self) -> List[str]:
+        """The names in `.hoodie/` (pinned: as listed for the picture)."""
+        return list(self._names())
+
+    def instant_times(self) -> List[str]:
+        """The time of every instant file on the active timeline, of any action and state."""
+        return [name[:17] for name in self._names() if is_instant_time(name[:17])]
 
     def instants(self) -> List[Instant]:
         """Every instant on the active timeline, in its most advanced state, oldest first."""
@@ -141,10 +143,8 @@ class Timeline:
         if instant.is_completed:
             self._publish(path, body)
         else:
-            try:
+            with self._changing(added=[path]):
                 self.storage.write_atomic(path, body, TMP_DIR)
-            finally:
-                self.refresh()
 
     def pending(self) -> List[Instant]:
         return [i for i in self.instants() if not i.is_completed]
@@ -234,10 +234,8 @@ class Timeline:
         self._write(self._path(timestamp, action, INFLIGHT))
 
     def _write(self, path: str) -> None:
-        try:
+        with self._changing(added=[path]):
             self.storage.write_bytes(path, b"")
-        finally:
-            self.refresh()
 
     def complete(self, timestamp: str, action: str, metadata: CommitMetadata) -> None:
         body = metadata.to_json(is_replace=action != "commit").encode("utf-8")
@@ -245,21 +243,31 @@ class Timeline:
 
     def _publish(self, path: str, body: bytes) -> None:
         """A completed instant, created only if absent: never replaced (`Storage.publish`)."""
-        try:
+        with self._changing(added=[path]):
             self.storage.publish(path, body, TMP_DIR, lambda: check_lease(self.storage))
-        finally:
-            self.refresh()
 
     def is_published(self, timestamp: str, action: str) -> bool:
         """Whether the completed instant file exists: from then on the instant is committed."""
         return self.storage.exists(self._path(timestamp, action, COMPLETED))
 
+    def delete_instant_file(self, instant: Instant) -> None:
+        """Remove one file of an instant that leaves the active timeline by a service (archival,
+        a savepoint drop), which says in what order."""
+        with self._changing(removed=[instant.file_name]):
+            self.storage.delete_file(posixpath.join(HOODIE_DIR, instant.file_name))
+
+    def write_archived_view(self, view: ArchivedView) -> None:
+        """Archival's record of what it archived: from then on those instants are archived."""
+        try:
+            self.storage.write_atomic(ARCHIVED_VIEW, view.to_json().encode(), TMP_DIR)
+        finally:
+            self.refresh()
+
     def delete_pending(self, instant: Instant) -> None:
         """Remove a pending instant's files, inflight before requested, as Hudi does."""
         if instant.is_completed:
             raise TimelineError(f"refusing to delete completed instant {instant.timestamp}")
-        try:
-            self.storage.delete_file(self._path(instant.timestamp, instant.action, INFLIGHT))
-            self.storage.delete_file(self._path(instant.timestamp, instant.action, REQUESTED))
-        finally:
-            self.refresh()
+        inflight, requested = (self._path(instant.timestamp, instant.action, state) for state in (INFLIGHT, REQUESTED))
+        with self._changing(removed=[inflight, requested]):
+            self.storage.delete_file(inflight)
+            self.storage.delete_file(requested)

@@ -46,11 +46,10 @@ class IndexFiles:
         return posixpath.join(self.root, INDEX_STATE_FILE)
 
     def state(self) -> Optional[dict]:
-        try:  # one read, no existence check first: on an object store each is a request
-            text = self.storage.read_text(self.state_path)
+        try:
+            return json.loads(self.storage.read_state(self.state_path))
         except FileNotFoundError:
             return None
-        return json.loads(text)
 
     def write_state(self, state: dict) -> None:
         """Publish the index as of `state["base_instant"]` (its base files are written)."""

@@ -62,7 +62,7 @@ def _keyed(properties: Dict[str, str]) -> bool:
 def data_instants(storage: Storage) -> Tuple[Set[str], Set[str]]:
     """The data table's active instants of every action: (completed, pending)."""
     completed, pending = set(), set()
-    for name in storage.list_names(HOODIE_DIR):
+    for name in Timeline(storage).file_names():  # the pinned listing, in a pinned picture
         parsed = parse(name)
         if parsed is None:
             continue
@@ -77,7 +77,7 @@ def _write_properties(storage: Storage, text: str, changed: Dict[str, str], head
     header = props.SAVED_BY_HUDILITE if text.startswith(props.SAVED_BY_HUDILITE) else header
     # Hadoop's local file system keeps a checksum beside each file Java wrote and refuses to
     # read a file that no longer matches it; without one it reads the file unchecked.
-    if storage.exists(HADOOP_CHECKSUM):
+    if storage.is_file(HADOOP_CHECKSUM):
         storage.delete_file(HADOOP_CHECKSUM)
     storage.write_atomic(PROPERTIES_FILE, props.dumps(listed, header).encode(), TMP_DIR)
 
@@ -89,7 +89,7 @@ class MetadataTable:
         self._logs_after_last_write = 0  # `after_publish` looks further only when a compaction may be due
 
     def _properties(self) -> Tuple[str, Dict[str, str]]:
-        text = self.storage.read_text(PROPERTIES_FILE)
+        text = self.storage.read_state(PROPERTIES_FILE)
         return text, props.loads(text)
 
     def is_kept(self) -> bool:

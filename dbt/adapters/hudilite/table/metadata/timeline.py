@@ -30,7 +30,7 @@ def parse(name: str) -> Optional[Tuple[str, str, str]]:
 class MetadataTimeline:
     def __init__(self, storage: Storage):
         self.storage = storage
-        self.names = storage.list_names(TIMELINE_DIR) if storage.exists(TIMELINE_DIR) else []
+        self.names = storage.list_names(TIMELINE_DIR)  # empty when there is none
         self.entries: List[Tuple[str, str, str]] = sorted(p for p in map(parse, self.names) if p is not None)
 
     def completed(self, actions=WRITE_ACTIONS) -> List[str]:

@@ -142,7 +142,7 @@ class MetadataTableWriter:
         self.storage.publish(self._timeline_path(instant, action), body, TMP_DIR, lambda: check_lease(self.storage))
 
     def exists(self) -> bool:
-        return self.storage.exists(PROPERTIES)
+        return self.storage.is_file(PROPERTIES)
 
     # -- bootstrap ---------------------------------------------------------------------------
 
@@ -175,7 +175,7 @@ class MetadataTableWriter:
         wrote (path to size). `on_file(path)` is told of each file before it is written (the
         caller's markers: a rollback of the data instant removes them). Returns how many log
         files the `files` slice has now (0 when an earlier attempt recorded it)."""
-        if self.storage.exists(self._timeline_path(instant, DELTA_COMMIT)):
+        if self.storage.is_file(self._timeline_path(instant, DELTA_COMMIT)):
             return 0  # recorded by an earlier attempt (a clean finished by the next cleaner)
         if on_file is not None:
             for suffix in (".requested", ".inflight", ""):

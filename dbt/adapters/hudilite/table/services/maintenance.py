@@ -28,8 +28,8 @@ from ..errors import ConcurrentWriteError, ConfigurationError
 from ..context import TableContext
 from ..format.file_group import FileSystemView, parse_base_file_name
 from ..format.instant import (CLEAN, COMMIT, COMPLETED, INFLIGHT, REQUESTED, RESTORE, SAVEPOINT, SERVICE_ACTIONS,
-                              Instant, instant_file_name, parse_instant_file_name)
-from ..storage.layout import (ARCHIVED_VIEW, HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR,
+                              Instant, parse_instant_file_name)
+from ..storage.layout import (HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR,
                               markers_dir, writer_path)
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
@@ -58,7 +58,7 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
         view = ctx.timeline.view(settled[-1] if settled and in_flight else None)
         plan = _plan(ctx, view, settled, policy)
         if plan.files_to_delete:
-            instant = Instant(reserve_service_time(ctx.storage, CLEAN), CLEAN, REQUESTED)
+            instant = Instant(reserve_service_time(ctx.timeline, CLEAN), CLEAN, REQUESTED)
             record = cleaner_plan_record(plan, {i.timestamp: i.action for i in ctx.timeline.completed()}, ctx.storage)
             ctx.timeline.write_service_instant(instant, CLEANER_PLAN, record)  # from here on, older instants are unreadable
             ctx.timeline.write_service_instant(replace(instant, state=INFLIGHT), CLEANER_PLAN, record)
@@ -81,7 +81,7 @@ def _plan(ctx: TableContext, view: FileSystemView, settled: List[str], policy: C
     if KEEP_LATEST_FILE_VERSIONS not in (policy.name, state.get("policy")):
         return plan_clean(view, settled, policy, earliest, kept)
     plan = plan_clean(view, settled, policy, None, kept)
-    plan.files_to_delete = [f for f in plan.files_to_delete if ctx.storage.exists(f.path)]
+    plan.files_to_delete = [f for f in plan.files_to_delete if ctx.storage.is_file(f.path)]
     if earliest is not None and (plan.earliest_retained is None or plan.earliest_retained < earliest):
         plan.earliest_retained = earliest
     return plan
@@ -97,7 +97,7 @@ def _finish_clean(ctx: TableContext, instant: Instant, last_completed: str) -> N
         deleted = []
         for name in names:
             path = posixpath.join(partition, name) if partition else name
-            if ctx.storage.exists(path):
+            if ctx.storage.is_file(path):
                 ctx.storage.delete_file(path)
                 deleted.append(name)
             faults.reach("clean")
@@ -173,13 +173,14 @@ class TableServices:
 
 def run_services(ctx: TableContext, services: TableServices) -> None:
     services.check()
-    if services.cluster_every and clustering_due(ctx, services.cluster_every):
-        try:
-            cluster(ctx, services.cluster_by)
-        except ConcurrentWriteError as err:  # a write to the same file groups won; the next run clusters
-            logger.warning("table %s: clustering gave way to a concurrent write: %s", ctx.name, err)
-    clean(ctx, services.clean_policy)
-    archive(ctx, services.keep_min_commits, services.keep_max_commits)
+    with ctx.timeline.pinned():  # one listing per step: each lock reads the table afresh
+        if services.cluster_every and clustering_due(ctx, services.cluster_every):
+            try:
+                cluster(ctx, services.cluster_by)
+            except ConcurrentWriteError as err:  # a write to the same file groups won; the next run clusters
+                logger.warning("table %s: clustering gave way to a concurrent write: %s", ctx.name, err)
+        clean(ctx, services.clean_policy)
+        archive(ctx, services.keep_min_commits, services.keep_max_commits)
 
 
 def clustering_due(ctx: TableContext, every: int) -> bool:
@@ -237,7 +238,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
         texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
         write_archive(ctx.storage, texts, ctx.timeline.archived_dir)
-        ctx.storage.write_atomic(ARCHIVED_VIEW, archived.folded(commits).to_json().encode(), TMP_DIR)
+        timeline.write_archived_view(archived.folded(commits))
         faults.reach("archive")
         # Older slices only archived instants read (the file-versions policy keeps them) would
         # drop out of every view: they go now.
@@ -250,7 +251,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
 def _left_behind(ctx: TableContext, view: FileSystemView, through: str) -> bool:
     """Whether a file of a group replaced at or before `through` is still on storage: once the
     replacecommit is archived, Hudi's readers would read the group again."""
-    return any(ctx.storage.exists(piece.path) for group in view.groups_with_history()
+    return any(ctx.storage.is_file(piece.path) for group in view.groups_with_history()
                if group.replaced_at is not None and group.replaced_at <= through for piece in group.slices)
 
 
@@ -292,7 +293,7 @@ def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
         ctx.storage.delete_file(writer_path(instant.timestamp))
         ctx.storage.delete_dir(markers_dir(instant.timestamp))
         for state in (REQUESTED, INFLIGHT, COMPLETED):
-            ctx.storage.delete_file(posixpath.join(HOODIE_DIR, instant_file_name(instant.timestamp, instant.action, state)))
+            ctx.timeline.delete_instant_file(replace(instant, state=state))
 
 
 TMP_FILE_LIFETIME_S = 3600
@@ -318,13 +319,17 @@ def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bo
     files of atomic writes (index files, state files) a killed process left before renaming
     them: those older than TMP_FILE_LIFETIME_S, which no write in progress has (a write
     renames its file within seconds; the margin covers clocks that differ)."""
+    ctx.timeline.refresh()  # a writer that claimed before a pinned listing may have finished since
     instants = ctx.timeline.instants()  # read before the listing: a later writer's files are newer
     in_flight = {i.timestamp for i in instants if not i.is_completed} | set(open_claims(ctx.storage))
     done = [i.timestamp for i in instants if i.is_completed]
     if not done:
         return []
     settled = [t for t in ctx.storage.list_names(MARKERS_DIR) if t not in in_flight and t <= done[-1]]
-    swept = ctx.storage.exists(LAST_SWEEP) and time.time() - ctx.storage.mtime_seconds(LAST_SWEEP) < SWEEP_EVERY_S
+    try:
+        swept = time.time() - ctx.storage.mtime_seconds(LAST_SWEEP) < SWEEP_EVERY_S
+    except FileNotFoundError:
+        swept = False
     if sweep or not swept:
         ctx.storage.write_text(LAST_SWEEP, str(time.time()))  # before the listing: files after it are the next one's
         candidates = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))

@@ -55,7 +55,7 @@ def restore(ctx: TableContext, as_of) -> List[str]:
                 return []
             plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in reversed(later)],
                     "version": 2, "savepointToRestoreTimestamp": target}
-            instant = Instant(reserve_service_time(ctx.storage, RESTORE), RESTORE, REQUESTED)
+            instant = Instant(reserve_service_time(ctx.timeline, RESTORE), RESTORE, REQUESTED)
             ctx.timeline.write_service_instant(instant, RESTORE_PLAN, plan)
             instant = replace(instant, state=INFLIGHT)
             ctx.timeline.write_service_instant(instant, RESTORE_PLAN, plan)
@@ -95,7 +95,7 @@ def _roll_back_commit(ctx: TableContext, timestamp: str, action: str, index_delt
         files = [s.path for s in metadata.write_stats] + index_deltas
         for file_path in files:  # what `rollback` deletes
             ctx.storage.write_bytes(marker_path(timestamp, file_path), b"")
-        ctx.storage.delete_file(path)  # from here on the instant is pending, its files invisible
+        ctx.timeline.delete_instant_file(instant)  # from here on the instant is pending, its files invisible
     pending = {i.timestamp: i for i in ctx.timeline.pending()}
     removed: Dict[str, List[str]] = {}
     if timestamp in pending:

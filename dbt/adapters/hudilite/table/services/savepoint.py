@@ -18,7 +18,6 @@ from .cleaner import KEEP_LATEST_FILE_VERSIONS, unreadable_from
 from ..context import TableContext
 from ..errors import ConcurrentWriteError, TimelineError
 from ..format.instant import COMPLETED, INFLIGHT, SAVEPOINT, Instant
-from ..storage.layout import HOODIE_DIR
 from ..storage.lock import TableLock
 from ..format.timeline import Timeline
 from ..transaction import first_write_in_flight
@@ -87,7 +86,7 @@ def drop_savepoint(ctx: TableContext, instant: str) -> None:
     """Under the table lock: the completed file first (from then on nothing counts on the
     savepoint), then the files only it kept from the cleaner (which counts what it doomed
     earlier as gone), then the inflight file. One that dies is finished by the next clean."""
-    ctx.storage.delete_file(posixpath.join(HOODIE_DIR, Instant(instant, SAVEPOINT, COMPLETED).file_name))
+    ctx.timeline.delete_instant_file(Instant(instant, SAVEPOINT, COMPLETED))
     state = ctx.clean_state()
     # KEEP_LATEST_FILE_VERSIONS plans from what is on storage: its next clean takes them.
     if state.get("earliest_retained") and state.get("policy") != KEEP_LATEST_FILE_VERSIONS:
@@ -95,7 +94,7 @@ def drop_savepoint(ctx: TableContext, instant: str) -> None:
         for base_file in unreadable_from(ctx.timeline.view(), state["earliest_retained"]):
             if base_file.path not in kept:
                 ctx.storage.delete_file(base_file.path)
-    ctx.storage.delete_file(posixpath.join(HOODIE_DIR, Instant(instant, SAVEPOINT, INFLIGHT).file_name))
+    ctx.timeline.delete_instant_file(Instant(instant, SAVEPOINT, INFLIGHT))
 
 
 def _user() -> str:

@@ -9,10 +9,12 @@ executors share a process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
+import threading
 import uuid
-from typing import Callable, List, Tuple
+from typing import Any, Callable, Hashable, List, Optional, Tuple
 
 import pyarrow.fs as pafs
 
@@ -51,6 +53,69 @@ class Storage:
     def __reduce__(self):
         return (Storage, (self.base_path,))
 
+    # ---- a pinned picture of the table's small state --------------------------------------
+    @property
+    def _picture(self) -> threading.local:
+        # Per thread; made on first use (an object store's storage has an `__init__` of its own).
+        return self.__dict__.get("_picture_local") or self.__dict__.setdefault("_picture_local", threading.local())
+
+    @contextlib.contextmanager
+    def pinned(self):
+        """Within it, this thread reads the table's small state once, not at every question:
+        the timeline's listing and archived view (`Timeline`), `hoodie.properties`, an index's
+        state file. One picture, for a write's planning or a service's steps; whoever needs
+        what other writers did since calls `refresh()` (every commit does, under its lock). An
+        atomic write of a state file through this object replaces that file in the picture."""
+        pin = self._picture
+        depth = getattr(pin, "depth", 0)
+        pin.depth = depth + 1
+        try:
+            yield self
+        finally:
+            pin.depth = depth
+            if not depth:
+                self.refresh()
+
+    def refresh(self) -> None:
+        """Forget the pinned picture: the next question reads storage again."""
+        self._picture.values = {}
+
+    def pinned_value(self, key: Hashable, read: Callable[[], Any]) -> Any:
+        """`read()` once per picture while pinned; at every call when not."""
+        pin = self._picture
+        if not getattr(pin, "depth", 0):
+            return read()
+        values = getattr(pin, "values", None)
+        if values is None:
+            values = pin.values = {}
+        if key not in values:
+            values[key] = read()
+        return values[key]
+
+    def pinned_update(self, key: Hashable, change: Callable[[Any], Any]) -> None:
+        """What this thread changed itself, taken into the pinned value of `key` (if read)."""
+        values = getattr(self._picture, "values", None)
+        if getattr(self._picture, "depth", 0) and values and key in values:
+            values[key] = change(values[key])
+
+    def read_state(self, rel: str) -> str:
+        """A small file of the table's state (its properties, an index's state): one request,
+        read once per pinned picture (its absence too: FileNotFoundError)."""
+        def read() -> Optional[str]:
+            try:
+                return self.read_text(rel)
+            except FileNotFoundError:
+                return None
+        text = self.pinned_value(("file", rel), read)
+        if text is None:
+            raise FileNotFoundError(self.uri(rel))
+        return text
+
+    def _unpin(self, rel: str) -> None:
+        values = getattr(self._picture, "values", None)
+        if values:
+            values.pop(("file", rel), None)
+
     # Paths are relative to the table's base path, '/'-separated.
     def full_path(self, rel: str) -> str:
         return posixpath.join(self._root, rel) if rel else self._root
@@ -61,6 +126,10 @@ class Storage:
 
     def exists(self, rel: str) -> bool:
         return self._fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
+
+    def is_file(self, rel: str) -> bool:
+        """Whether `rel` is a file (one request on an object store, where `exists` may take two)."""
+        return self._fs.get_file_info(self.full_path(rel)).type == pafs.FileType.File
 
     def size(self, rel: str) -> int:
         return self._fs.get_file_info(self.full_path(rel)).size
@@ -89,6 +158,7 @@ class Storage:
         rename it into place: readers see the whole file or nothing. Rename is atomic on local and HDFS-like file systems. Locally
         the bytes are synced before the rename and the folder after it, so a crash of the
         machine cannot leave a renamed but empty file (a published, unreadable instant)."""
+        self._unpin(rel)
         tmp = posixpath.join(tmp_dir, f"{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
         self.make_dirs(posixpath.dirname(rel))
         if not self.is_local:

@@ -81,6 +81,9 @@ class TableLock:
             self._enter_lease(deadline)
         else:
             self._enter_exclusive_file(deadline)
+        # Under the lock, a pinned picture of the table (`Storage.pinned`) is read afresh: what
+        # others committed up to the lock counts, whatever the holder read before it.
+        self.storage.refresh()
         return self
 
     def __exit__(self, *exc) -> None:

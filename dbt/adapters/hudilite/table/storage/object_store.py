@@ -221,6 +221,9 @@ class ObjectStorage(Storage):
     def exists(self, rel: str) -> bool:
         return self._head(rel) is not None or self._is_prefix(rel)
 
+    def is_file(self, rel: str) -> bool:
+        return self._head(rel) is not None
+
     def _meta(self, rel: str):
         meta = self._head(rel)
         if meta is None:
@@ -269,6 +272,7 @@ class ObjectStorage(Storage):
         if is_completed_instant_path(rel):
             raise ObjectStoreError(f"{self.uri(rel)} is a completed instant: it is written only by Storage.publish "
                                    "(create-if-absent, after a lease check)")
+        self._unpin(rel)
         self._put(rel, data)
 
     def publish(self, rel: str, data, tmp_dir: str, check_lease: Callable[[], None]) -> None:
