@@ -511,6 +511,33 @@ def test_a_pinned_timeline_is_listed_once_and_takes_in_its_own_transitions(tmp_p
     assert counted.count(".hoodie") == 5
 
 
+def test_hudis_archive_folder_is_listed_again_once_an_instant_it_archived_is_gone(tmp_path, monkeypatch):
+    """Hudi's archiver writes an archive file, then removes the instants it archived; until it
+    does, Hudi reads them as active. So the archive folder (a LIST) is listed again only when a
+    listed instant file is gone; our own archived view is read at every listing."""
+    from dbt.adapters.hudilite.table.format.archived_timeline import write_archive
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    stamps = ["20261123000000001", "20261123000000002", "20261123000000003"]
+    for t in stamps:
+        storage.write_atomic(f".hoodie/{t}.commit.requested", b"", layout.TMP_DIR)
+        storage.write_atomic(f".hoodie/{t}.commit", b'{"operationType": "UPSERT"}', layout.TMP_DIR)
+    timeline = Timeline(storage)
+    counted = _listings(storage, monkeypatch)
+    for _ in range(3):
+        assert [i.timestamp for i in timeline.completed()] == stamps
+    assert counted.count(".hoodie") == 3 and counted.count(layout.ARCHIVED_DIR) == 1
+    first = Instant(stamps[0], "commit", "COMPLETED")
+    write_archive(storage, [(first, storage.read_text(f".hoodie/{stamps[0]}.commit"))])  # Java's archiver, then:
+    looks = counted.count(layout.ARCHIVED_DIR)
+    assert [i.timestamp for i in timeline.completed()] == stamps and counted.count(layout.ARCHIVED_DIR) == looks
+    for name in (f"{stamps[0]}.commit.requested", f"{stamps[0]}.commit"):
+        storage.delete_file(f".hoodie/{name}")
+    assert [i.timestamp for i in timeline.completed()] == stamps[1:] and counted.count(layout.ARCHIVED_DIR) == looks + 1
+    assert timeline.archived().through == stamps[0]
+
+
 def test_the_first_write_in_flight_is_seen_when_it_finishes_between_the_listings(tmp_path, monkeypatch):
     """A writer pending at the first listing, whose claim goes before the claims are read and
     whose instant completes before the second listing, is completed, not lost between the two."""

@@ -50,6 +50,8 @@ class Timeline:
         self.archived_dir = archived_dir  # the table's archived timeline folder (hoodie.archivelog.folder)
         self._metadata_cache: Dict[str, CommitMetadata] = {}
         self._archived: Tuple[tuple, ArchivedView] = ((), ArchivedView())  # ((view text, archive files), parsed)
+        # The instant files listed when Hudi's archive folder was last listed, and its archive files.
+        self._archive_listing: Tuple[frozenset, Optional[Tuple[Tuple[str, int], ...]]] = (frozenset(), None)
         # The last view built: (the archived view it starts from, its commits' instants, the view).
         # A later view of the same start and more commits extends it (`view`).
         self._view: Optional[Tuple[ArchivedView, Tuple[str, ...], FileSystemView]] = None
@@ -86,19 +88,33 @@ class Timeline:
         writer archived). Read with every listing; parsed again only when either changed."""
         return self.storage.pinned_value(_ARCHIVED, self._read_archived)
 
-    def _read_archived(self) -> ArchivedView:
+    def _read_archived(self, names: Optional[List[str]] = None) -> ArchivedView:
         try:
             text = self.storage.read_text(ARCHIVED_VIEW)
         except FileNotFoundError:
             text = ""
-        files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(self.archived_dir))
-                      if "/" not in name and archived_timeline.archive_version(name) is not None)
+        files = self._archive_files(names)
         key = (text, files)
         if key != self._archived[0]:
             view = ArchivedView.from_json(text) if text else ArchivedView()
             newer = archived_timeline.archived_commits(self.storage, list(files), view.through, self.archived_dir) if files else []
             self._archived = (key, view.folded(newer) if newer else view)
         return self._archived[1]
+
+    def _archive_files(self, names: Optional[List[str]]) -> Tuple[Tuple[str, int], ...]:
+        """Hudi's archive files (name, size). With the `.hoodie/` listing `names` they were read
+        with, listed again only once an instant file seen then is gone: Hudi's archiver removes
+        the instants it archived after writing their archive file, and until it does Hudi reads
+        them as active, as we do (ours writes the archived view first, read every time)."""
+        listed = None if names is None else frozenset(n for n in names if parse_instant_file_name(n) is not None)
+        seen, files = self._archive_listing
+        if listed is not None and files is not None and seen <= listed:
+            return files
+        files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(self.archived_dir))
+                      if "/" not in name and archived_timeline.archive_version(name) is not None)
+        if listed is not None:  # without the listing it goes with, a later one could not tell what went
+            self._archive_listing = (listed, files)
+        return files
 
     def file_names(self) -> List[str]:
         """The names in `.hoodie/` (pinned: as listed for the picture)."""
@@ -116,7 +132,7 @@ class Timeline:
         # Listed before the archived view is read: an archival in between only adds instants
         # the view already covers, which are dropped, never loses one.
         names = self._names()
-        archived = self.archived()
+        archived = self.storage.pinned_value(_ARCHIVED, lambda: self._read_archived(names))
         # An archived instant's files may outlive an archival that died: they are not active.
         return archived, _most_advanced(names, ACTIONS, after=archived.through)
 
