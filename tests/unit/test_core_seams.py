@@ -560,6 +560,29 @@ def test_the_first_write_in_flight_is_seen_when_it_finishes_between_the_listings
     assert completed == ["20261123000000001", "20261123000000002"] and first == "20261123000000003"
 
 
+def test_a_claimed_time_is_later_than_a_writer_that_finished_while_the_claims_were_read(tmp_path, monkeypatch):
+    """The timeline is listed after the claims, whatever the caller pinned: a writer (its clock
+    ahead) that completed and dropped its claim meanwhile is on that listing, and the new time
+    comes after it."""
+    from dbt.adapters.hudilite.table import transaction
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    storage.write_atomic(".hoodie/20261123000000001.commit", b"{}", layout.TMP_DIR)
+    timeline = Timeline(storage)
+
+    def finishing(_storage):
+        storage.write_atomic(".hoodie/20991231000000001.commit", b"{}", layout.TMP_DIR)
+        return []
+
+    monkeypatch.setattr(transaction, "claimed_instants", finishing)
+    with timeline.pinned():
+        assert [i.timestamp for i in timeline.completed()] == ["20261123000000001"]
+        claimed = transaction._claim_time(timeline, {"state": "writing"})
+        assert claimed > "20991231000000001"
+        assert [i.timestamp for i in timeline.completed()] == ["20261123000000001", "20991231000000001"]
+
+
 def test_a_write_that_fails_after_its_claim_is_undone_at_once(tmp_path, monkeypatch):
     """A claimed instant whose requested file cannot be written is rolled back there and then:
     its heartbeat stops, and it no longer counts as a write in flight of this process."""

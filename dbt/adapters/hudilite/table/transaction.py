@@ -92,12 +92,14 @@ def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[st
 
 
 def _claim_time(timeline: Timeline, owner: dict) -> str:
-    """A new instant time, later than every instant and claim, claimed exclusively. The claims
-    are listed afresh at every attempt; the timeline as the caller pinned it (an instant is
-    claimed before it reaches the timeline)."""
+    """A new instant time, later than every instant and claim, claimed exclusively. The
+    timeline stays pinned as listed for it (the caller's picture from then on)."""
     storage = timeline.storage
     while True:
-        seen = timeline.instant_times() + claimed_instants(storage)
+        claims = claimed_instants(storage)
+        # Listed after the claims: a writer whose claim was gone by then has its instant there.
+        timeline.refresh()
+        seen = timeline.instant_times() + claims
         candidate = next_instant_time(max(seen) if seen else None)
         if storage.create_exclusive(writer_path(candidate), json.dumps(owner).encode()):
             return candidate
@@ -197,6 +199,8 @@ class WriteTransaction:
         whose concurrent inserts of one key conflict. `check`, run under the lock before
         publishing, says why not to publish (None: go ahead). `base_schema` is the table
         schema this write began from."""
+        if timeline.storage is not storage:  # the table lock reads afresh the picture of the storage it is given
+            raise ValueError("a write's timeline must read through the write's own Storage")
         self.storage = storage
         self.timeline = timeline
         self.action = action
@@ -233,15 +237,14 @@ class WriteTransaction:
         self._planning.close()  # the commit's checks read afresh under its lock
 
     def _begin(self) -> "WriteTransaction":
-        # What is completed now, not when the caller pinned the timeline: a commit between the two
-        # would be in this write's view but not in `seen`, and conflict with it. Taken before the
-        # rollback of dead writers, which completes nothing, on the same listing.
-        self.timeline.refresh()
-        self.seen = {i.timestamp for i in self.timeline.completed()}  # before the claim: nothing slips by
-        # Only restores complete by now: one still running may yet rebuild what this write reads.
-        self.restores_seen = {i.timestamp for i in self.timeline.service_instants(RESTORE) if i.is_completed}
+        # Dead writers are looked for on the caller's picture (their rollback reads afresh under the lock).
         rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
         self.instant = self._claim()
+        # From the listing the claim was made on, which the write plans on too: a commit after it
+        # is not in `seen`, and is checked for conflicts (nothing slips by).
+        self.seen = {i.timestamp for i in self.timeline.completed()}
+        # Only restores complete by now: one still running may yet rebuild what this write reads.
+        self.restores_seen = {i.timestamp for i in self.timeline.service_instants(RESTORE) if i.is_completed}
         _active_in_this_process.add(self.instant)
         self._heartbeat = threading.Thread(target=self._beat, name=f"hudilite-heartbeat-{self.instant}", daemon=True)
         self._heartbeat.start()
@@ -396,6 +399,8 @@ class WriteTransaction:
             else:
                 # A write that failed because another writer rolled it back (and deleted its
                 # files, an upsert's staged rows too) says so, whatever the failure looked like.
+                if self._requested:
+                    self.timeline.refresh()  # what another writer did, not the planning picture
                 taken = (isinstance(exc, Exception) and not isinstance(exc, ConcurrentWriteError)
                          and self._requested and self._rolled_back_by_another())
                 rollback(self.storage, self.timeline, Instant(self.instant, self.action, INFLIGHT))

@@ -48,6 +48,7 @@ class Timeline:
     def __init__(self, storage: Storage, archived_dir: str = ARCHIVED_DIR):
         self.storage = storage
         self.archived_dir = archived_dir  # the table's archived timeline folder (hoodie.archivelog.folder)
+        self._archived_key = (_ARCHIVED, archived_dir)  # its pinned value: per folder, as read
         self._metadata_cache: Dict[str, CommitMetadata] = {}
         self._archived: Tuple[tuple, ArchivedView] = ((), ArchivedView())  # ((view text, archive files), parsed)
         # The instant files listed when Hudi's archive folder was last listed, and its archive files.
@@ -63,8 +64,9 @@ class Timeline:
         return self.storage.pinned()
 
     def refresh(self) -> None:
-        """Forget the pinned picture: the next question lists the timeline again."""
-        self.storage.refresh()
+        """Forget the pinned listing and archived view: the next question lists the timeline
+        again (the rest of the picture stays: a table lock reads all of it afresh)."""
+        self.storage.forget(_NAMES, self._archived_key)
 
     def _names(self) -> List[str]:
         return self.storage.pinned_value(_NAMES, lambda: self.storage.list_names(HOODIE_DIR))
@@ -86,7 +88,7 @@ class Timeline:
         """What archived instants left readable (empty before the first archival): our archived
         view, with the commits of Hudi archive files newer than it folded in (what Java's
         writer archived). Read with every listing; parsed again only when either changed."""
-        return self.storage.pinned_value(_ARCHIVED, self._read_archived)
+        return self.storage.pinned_value(self._archived_key, self._read_archived)
 
     def _read_archived(self, names: Optional[List[str]] = None) -> ArchivedView:
         try:
@@ -108,7 +110,7 @@ class Timeline:
         them as active, as we do (ours writes the archived view first, read every time)."""
         listed = None if names is None else frozenset(n for n in names if parse_instant_file_name(n) is not None)
         seen, files = self._archive_listing
-        if listed is not None and files is not None and seen <= listed:
+        if listed is not None and files is not None and seen and seen <= listed:  # seen empty: nothing could go
             return files
         files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(self.archived_dir))
                       if "/" not in name and archived_timeline.archive_version(name) is not None)
@@ -132,7 +134,7 @@ class Timeline:
         # Listed before the archived view is read: an archival in between only adds instants
         # the view already covers, which are dropped, never loses one.
         names = self._names()
-        archived = self.storage.pinned_value(_ARCHIVED, lambda: self._read_archived(names))
+        archived = self.storage.pinned_value(self._archived_key, lambda: self._read_archived(names))
         # An archived instant's files may outlive an archival that died: they are not active.
         return archived, _most_advanced(names, ACTIONS, after=archived.through)
 

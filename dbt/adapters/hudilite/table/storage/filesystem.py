@@ -80,6 +80,12 @@ class Storage:
         """Forget the pinned picture: the next question reads storage again."""
         self._picture.values = {}
 
+    def forget(self, *keys: Hashable) -> None:
+        """Forget these pinned values: they are read again when next asked for."""
+        values = getattr(self._picture, "values", None)
+        for key in keys if values else ():
+            values.pop(key, None)
+
     def pinned_value(self, key: Hashable, read: Callable[[], Any]) -> Any:
         """`read()` once per picture while pinned; at every call when not."""
         pin = self._picture
