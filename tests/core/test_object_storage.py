@@ -23,7 +23,7 @@ import pytest
 import obstore
 from dbt.adapters.hudilite.table.storage import object_store, object_store_client
 from dbt.adapters.hudilite.table.errors import ConcurrentWriteError
-from dbt.adapters.hudilite.table.storage.layout import LOCK_FILE, WRITERS_DIR, writer_path
+from dbt.adapters.hudilite.table.storage.layout import HOODIE_DIR, LOCK_FILE, writer_path
 from dbt.adapters.hudilite.table.storage.lock import TableLock
 from dbt.adapters.hudilite.table.storage.object_store import ObjectStorage, ObjectStoreError
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
@@ -101,24 +101,27 @@ def test_create_exclusive_refuses_a_second_writer_in_another_process(table_uri):
 
 def test_a_claim_made_between_listing_and_put_moves_the_writer_to_the_next_time(table_uri, monkeypatch):
     """Writer A lists, picks T; writer B claims T before A's conditional put reaches the store:
-    the store refuses A, A claims the next time, B's claim is untouched."""
+    the store refuses A, A claims the next time, B's claim is untouched. (The timeline's last
+    instant lies ahead of the clock, so T is that instant's next millisecond for both.)"""
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+
     storage, other = Storage(table_uri), Storage(table_uri)
-    storage.write_bytes(".hoodie/20260101000000000.commit", b"{}")
+    storage.write_bytes(".hoodie/20991231000000000.commit", b"{}")
     injected = []
     real_list = ObjectStorage.list_names
 
     def listing_then_competitor(self, rel):
         names = real_list(self, rel)
-        if rel == WRITERS_DIR and not injected:
-            injected.append("20260101000000001")
-            assert other.create_exclusive(writer_path("20260101000000001"), b'{"who": "B"}')
+        if rel == HOODIE_DIR and not injected:  # A listed the claims, then the timeline: B claims now
+            injected.append("20991231000000001")
+            assert other.create_exclusive(writer_path("20991231000000001"), b'{"who": "B"}')
         return names
 
     monkeypatch.setattr(ObjectStorage, "list_names", listing_then_competitor)
-    mine = transaction._claim_time(storage, {"who": "A"})
-    assert injected == ["20260101000000001"]
-    assert mine > "20260101000000001"
-    assert storage.read_bytes(writer_path("20260101000000001")) == b'{"who": "B"}'
+    mine = transaction._claim_time(Timeline(storage), {"who": "A"})
+    assert injected == ["20991231000000001"]
+    assert mine == "20991231000000002"  # refused once, then the next time
+    assert storage.read_bytes(writer_path("20991231000000001")) == b'{"who": "B"}'
     assert json.loads(storage.read_bytes(writer_path(mine))) == {"who": "A"}
 
 
