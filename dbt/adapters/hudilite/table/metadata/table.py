@@ -28,7 +28,7 @@ from ..format.file_group import parse_base_file_name, parse_log_file_name
 from ..format.timeline import Timeline
 from ..storage.filesystem import Storage
 from ..storage.lock import TableLock
-from ..storage.layout import HOODIE_DIR, METADATA_TABLE_DIR, PARTITION_METADATA, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
+from ..storage.layout import METADATA_TABLE_DIR, PARTITION_METADATA, PROPERTIES_FILE, TMP_DIR, is_hoodie_path
 from ..errors import ConcurrentWriteError
 from . import record_index
 from .reader import DATA_INSTANT_DIGITS, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, MetadataTableReader, deleted_keys
