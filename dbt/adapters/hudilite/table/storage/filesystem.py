@@ -26,6 +26,11 @@ def normalize_base_path(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
+def _state_key(rel: str) -> tuple:
+    """A state file's pinned value (`Storage.read_state`)."""
+    return ("file", rel)
+
+
 class Storage:
     supports_conditional_update = False  # put_if / read_versioned (object stores)
     _kinds: List[Tuple[Callable[[str], bool], type]] = []  # (takes this URI, its Storage): see `register`
@@ -112,15 +117,10 @@ class Storage:
                 return self.read_text(rel)
             except FileNotFoundError:
                 return None
-        text = self.pinned_value(("file", rel), read)
+        text = self.pinned_value(_state_key(rel), read)
         if text is None:
             raise FileNotFoundError(self.uri(rel))
         return text
-
-    def _unpin(self, rel: str) -> None:
-        values = getattr(self._picture, "values", None)
-        if values:
-            values.pop(("file", rel), None)
 
     # Paths are relative to the table's base path, '/'-separated.
     def full_path(self, rel: str) -> str:
@@ -164,7 +164,7 @@ class Storage:
         rename it into place: readers see the whole file or nothing. Rename is atomic on local and HDFS-like file systems. Locally
         the bytes are synced before the rename and the folder after it, so a crash of the
         machine cannot leave a renamed but empty file (a published, unreadable instant)."""
-        self._unpin(rel)
+        self.forget(_state_key(rel))  # the pinned copy is replaced
         tmp = posixpath.join(tmp_dir, f"{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
         self.make_dirs(posixpath.dirname(rel))
         if not self.is_local:

@@ -44,7 +44,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 
 from ..errors import ConcurrentWriteError, HudiliteError
-from .filesystem import Storage
+from .filesystem import Storage, _state_key
 from .layout import is_completed_instant_path
 from .object_store_client import (GCS_SCHEMES, S3_SCHEMES, first_line, is_object_store_uri, not_found, refused,
                                   retrying, seam_error, settings_for, split_uri, store_for)
@@ -272,7 +272,7 @@ class ObjectStorage(Storage):
         if is_completed_instant_path(rel):
             raise ObjectStoreError(f"{self.uri(rel)} is a completed instant: it is written only by Storage.publish "
                                    "(create-if-absent, after a lease check)")
-        self._unpin(rel)
+        self.forget(_state_key(rel))  # the pinned copy is replaced
         self._put(rel, data)
 
     def publish(self, rel: str, data, tmp_dir: str, check_lease: Callable[[], None]) -> None:
