@@ -28,6 +28,7 @@ from dbt.adapters.hudilite.table.storage.lock import TableLock
 from dbt.adapters.hudilite.table.storage.object_store import ObjectStorage, ObjectStoreError
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
 from dbt.adapters.hudilite.table import transaction
+from tests.core.process_groups import kill_group, run_in_own_group
 from tests.core.s3_proxy import S3Proxy, start_moto_server
 
 BUCKET = "hudilite-tests"
@@ -628,18 +629,10 @@ def core_tables(s3, tmp_path_factory):
                                env=dict(env, **{CRASHES_AFTER: str(crashes_after)}), stdout=job_out, stderr=job_err,
                                start_new_session=True)
     try:
-        child = subprocess.Popen([sys.executable, "-m", "tests.core.s3_crash_writer", f"{base}/crashes",
-                                  str(tmp_path_factory.mktemp("barrier"))], cwd=ROOT, env=env, start_new_session=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = child.communicate(timeout=900)
-        finally:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)  # its JVM and Python workers
-            except ProcessLookupError:
-                pass
-        crashed = {"returncode": child.returncode, "stdout": out, "stderr": err[-3000:]}
-        killed = child.returncode == -signal.SIGKILL  # else the crash test fails on its own, and only it
+        returncode, out, err = run_in_own_group([sys.executable, "-m", "tests.core.s3_crash_writer", f"{base}/crashes",
+                                                 str(tmp_path_factory.mktemp("barrier"))], 900, env=env, cwd=ROOT)
+        crashed = {"returncode": returncode, "stdout": out, "stderr": err[-3000:]}
+        killed = returncode == -signal.SIGKILL  # else the crash test fails on its own, and only it
         if killed:  # what a reader sees before any next writer
             crashed["hudi_rs"] = {name: _hudi_rs(f"{base}/crashes/{name}", columns=("id", "v", "day")) for name in TABLES}
         (folder / "crashes_after.tmp").write_text("go" if killed else "skip")
@@ -647,7 +640,7 @@ def core_tables(s3, tmp_path_factory):
         job.wait(timeout=1500)
     finally:
         if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)  # its JVM and Python workers too
+            kill_group(job)
     lines = [line for line in (folder / "job.out").read_text().splitlines() if line.startswith("RESULT ")]
     assert job.returncode == 0 and lines, (folder / "job.err").read_text()[-4000:]
     results = json.loads(lines[-1][len("RESULT "):])
