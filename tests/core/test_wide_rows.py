@@ -20,6 +20,7 @@ from dbt.adapters.hudilite.table.format.file_group import BaseFile
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
 from dbt.adapters.hudilite.table.spark.writer import parquet_writer
 from tests.core.process_groups import kill_group
+from tests.selection import selected_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -60,8 +61,7 @@ WIDE_CASES = {"1MB-values": (420, 1_000_000), "20KB-rows": (3000, 20_000)}  # ro
 def wide_writers(request, tmp_path_factory):
     """The writer of every selected case, all started at once: the cases run side by side, each
     in a process and a JVM of its own (a JVM that dies fails only its case)."""
-    selected = [item.callspec.id for item in request.session.items
-                if item.originalname == "test_every_write_path_takes_rows_too_wide_for_row_counted_batches"]
+    selected = selected_cases(request, "test_every_write_path_takes_rows_too_wide_for_row_counted_batches")
     env = dict(os.environ, PYTHONPATH=ROOT, PYSPARK_PYTHON=sys.executable, WIDE_DRIVER_MEMORY="512m")
     writers = {}
     try:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.core.process_groups import kill_group
 from tests.functional.statement_corpus import FORMS, SPELLINGS, WRITER_FORMS, generate
+from tests.selection import selected_cases
 
 CONNECT_SAMPLE = 4  # spellings per form over Connect (and one EXPLAIN): see test_the_corpus_over_spark_connect
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,7 +39,7 @@ def _report(run: subprocess.Popen, folder) -> dict:
 def classic_corpus(request, tmp_path_factory):
     """The whole corpus in a classic session, started as the module starts (when its test is
     selected): it runs while the Connect corpus does, each in a process and a JVM of its own."""
-    if not any(item.originalname == "test_the_whole_corpus_in_a_classic_session" for item in request.session.items):
+    if not selected_cases(request, "test_the_whole_corpus_in_a_classic_session"):
         yield None
         return
     folder = tmp_path_factory.mktemp("classic_corpus")
