@@ -8,7 +8,6 @@ everything, `-m crash` the marked ones alone."""
 
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
@@ -18,6 +17,7 @@ from dbt.adapters.hudilite.table.storage.faults import KILL_AT, PHASES
 from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR
 from tests.core.crash_cases import START, rows_after
 from tests.core.hudi_rs import assert_hudi_rs_agrees
+from tests.core.process_groups import run_in_own_group
 
 OPERATIONS = ("append", "insert_overwrite", "table", "merge", "merge_parallel", "delete", "cluster")
 PUBLISHED = ("after_publish", "clean", "compaction", "archive")  # the write is committed when these are reached
@@ -53,18 +53,11 @@ def test_a_killed_write_leaves_the_table_before_or_after_it(spark, tmp_path, ope
     table = start_table(spark, str(tmp_path / "t"), keyed)
     before = contents(table)
     env = dict(os.environ, **{KILL_AT: phase}, PYTHONPATH=ROOT)
-    child = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "core", "crash_writer.py"), table.path, operation],
-                             env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = child.communicate(timeout=300)
-    finally:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)  # its JVM and Python workers
-        except ProcessLookupError:
-            pass
-    killed = child.returncode == -signal.SIGKILL
+    returncode, out, err = run_in_own_group(
+        [sys.executable, os.path.join(ROOT, "tests", "core", "crash_writer.py"), table.path, operation], 300, env=env)
+    killed = returncode == -signal.SIGKILL
     reachable = not (phase == "clean" and operation == "append")  # an append leaves nothing to clean
-    assert killed or not reachable, f"{operation} was not killed at {phase}: {child.returncode}\n{out}\n{err[-3000:]}"
+    assert killed or not reachable, f"{operation} was not killed at {phase}: {returncode}\n{out}\n{err[-3000:]}"
 
     after = rows_after(operation, before)
     now = contents(table)

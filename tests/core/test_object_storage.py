@@ -28,7 +28,9 @@ from dbt.adapters.hudilite.table.storage.lock import TableLock
 from dbt.adapters.hudilite.table.storage.object_store import ObjectStorage, ObjectStoreError
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
 from dbt.adapters.hudilite.table import transaction
+from tests.core.process_groups import kill_group, run_in_own_group
 from tests.core.s3_proxy import S3Proxy, start_moto_server
+from tests.selection import selected_cases
 
 BUCKET = "hudilite-tests"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -631,18 +633,10 @@ def core_tables(s3, tmp_path_factory):
                                env=dict(env, **{CRASHES_AFTER: str(crashes_after)}), stdout=job_out, stderr=job_err,
                                start_new_session=True)
     try:
-        child = subprocess.Popen([sys.executable, "-m", "tests.core.s3_crash_writer", f"{base}/crashes",
-                                  str(tmp_path_factory.mktemp("barrier"))], cwd=ROOT, env=env, start_new_session=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = child.communicate(timeout=900)
-        finally:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)  # its JVM and Python workers
-            except ProcessLookupError:
-                pass
-        crashed = {"returncode": child.returncode, "stdout": out, "stderr": err[-3000:]}
-        killed = child.returncode == -signal.SIGKILL  # else the crash test fails on its own, and only it
+        returncode, out, err = run_in_own_group([sys.executable, "-m", "tests.core.s3_crash_writer", f"{base}/crashes",
+                                                 str(tmp_path_factory.mktemp("barrier"))], 900, env=env, cwd=ROOT)
+        crashed = {"returncode": returncode, "stdout": out, "stderr": err[-3000:]}
+        killed = returncode == -signal.SIGKILL  # else the crash test fails on its own, and only it
         if killed:  # what a reader sees before any next writer
             crashed["hudi_rs"] = {name: _hudi_rs(f"{base}/crashes/{name}", columns=("id", "v", "day")) for name in TABLES}
         (folder / "crashes_after.tmp").write_text("go" if killed else "skip")
@@ -650,7 +644,7 @@ def core_tables(s3, tmp_path_factory):
         job.wait(timeout=1500)
     finally:
         if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)  # its JVM and Python workers too
+            kill_group(job)
     lines = [line for line in (folder / "job.out").read_text().splitlines() if line.startswith("RESULT ")]
     assert job.returncode == 0 and lines, (folder / "job.err").read_text()[-4000:]
     results = json.loads(lines[-1][len("RESULT "):])
@@ -915,19 +909,42 @@ from {{ ref('events') }}""",
 }
 
 
-def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
+def _dbt_project_runs(project, root, endpoint):
+    """The dbt runs of test_a_dbt_project_builds_and_reads_its_tables_on_s3: `dbt build` of day
+    1 and of day 2, then `dbt debug` with a profile naming a missing bucket."""
+    env, dbt = _dbt_project(project, "s3_project", root, endpoint, DBT_MODELS)
+    builds = [subprocess.run([dbt, "build", "--vars", f"{{day: {day}}}", "--project-dir", str(project),
+                              "--profiles-dir", str(project)], capture_output=True, text=True, env=env, timeout=900)
+              for day in (1, 2)]
+    missing = (project / "profiles.yml").read_text().replace(f"s3://{BUCKET}/", "s3://no-such-bucket-hudilite/")
+    (project / "profiles.yml").write_text(missing)
+    debug = subprocess.run([dbt, "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
+                           capture_output=True, text=True, env=env, timeout=600)
+    return builds, debug
+
+
+@pytest.fixture(scope="module", autouse=True)
+def dbt_project_on_s3(request, s3, tmp_path_factory):
+    """The dbt runs of test_a_dbt_project_builds_and_reads_its_tables_on_s3 (when it is
+    selected), started in a thread as the module starts: dbt processes of their own, on tables
+    of their own, they run while the tests before theirs do. (The tables' root, the runs' future.)"""
+    if not selected_cases(request, "test_a_dbt_project_builds_and_reads_its_tables_on_s3"):
+        yield None
+        return
+    project = tmp_path_factory.mktemp("dbt_on_s3") / "s3_project"
+    root = f"s3://{BUCKET}/dbt-{uuid.uuid4().hex[:8]}"
+    with ThreadPoolExecutor(1) as pool:
+        yield root, pool.submit(_dbt_project_runs, project, root, s3)
+
+
+def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, dbt_project_on_s3):
     """`location_root: s3://...` in the profile: dbt builds appends, a merge and a table over
     a ref() on the store, day after day, and hudi-rs reads the same rows from the endpoint."""
-    project = tmp_path / "s3_project"
-    root = f"s3://{BUCKET}/dbt-{uuid.uuid4().hex[:8]}"
-    env, dbt = _dbt_project(project, "s3_project", root, s3, DBT_MODELS)
-    for day in (1, 2):
-        run = subprocess.run([dbt, "build", "--vars", f"{{day: {day}}}", "--project-dir", str(project),
-                              "--profiles-dir", str(project)], capture_output=True, text=True, env=env, timeout=900)
-        if day == 1:
-            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    root, runs = dbt_project_on_s3
+    (day_1, day_2), debug = runs.result()
+    assert day_1.returncode == 0, day_1.stdout[-4000:] + day_1.stderr[-2000:]
     # day 2: every model built but relayout_fails, whose rebuild raised
-    assert run.returncode != 0 and "PASS=4 WARN=0 ERROR=1" in run.stdout and "boom" in run.stdout, run.stdout[-4000:]
+    assert day_2.returncode != 0 and "PASS=4 WARN=0 ERROR=1" in day_2.stdout and "boom" in day_2.stdout, day_2.stdout[-4000:]
     def rows(name, columns):
         return sorted(tuple(r[c] for c in columns) for r in _hudi_rs_rows(f"{root}/analytics/{name}"))
 
@@ -946,10 +963,6 @@ def test_a_dbt_project_builds_and_reads_its_tables_on_s3(s3, tmp_path):
     assert folders("relayout_fails") == ["region=eu", "region=us"]
     assert [k for k in _keys(s3, f"{root.split('/', 3)[3]}/analytics/") if "/.hudilite_rebuilds/" in k] == []
     # dbt debug checks the bucket: a missing one is named.
-    missing = (project / "profiles.yml").read_text().replace(f"s3://{BUCKET}/", "s3://no-such-bucket-hudilite/")
-    (project / "profiles.yml").write_text(missing)
-    debug = subprocess.run([dbt, "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
-                           capture_output=True, text=True, env=env, timeout=600)
     assert debug.returncode != 0 and "bucket s3://no-such-bucket-hudilite not found" in debug.stdout, debug.stdout[-3000:]
 
 

@@ -19,6 +19,8 @@ from dbt.adapters.hudilite.table.errors import DataError
 from dbt.adapters.hudilite.table.format.file_group import BaseFile
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
 from dbt.adapters.hudilite.table.spark.writer import parquet_writer
+from tests.core.process_groups import kill_group
+from tests.selection import selected_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -52,13 +54,41 @@ def expected_steps(rows):
     return out
 
 
-@pytest.mark.parametrize("rows, width", [(420, 1_000_000), (3000, 20_000)], ids=["1MB-values", "20KB-rows"])
-def test_every_write_path_takes_rows_too_wide_for_row_counted_batches(tmp_path, rows, width):
+WIDE_CASES = {"1MB-values": (420, 1_000_000), "20KB-rows": (3000, 20_000)}  # rows, bytes per row
+
+
+@pytest.fixture(scope="module")
+def wide_writers(request, tmp_path_factory):
+    """The writer of every selected case, all started at once: the cases run side by side, each
+    in a process and a JVM of its own (a JVM that dies fails only its case)."""
+    selected = selected_cases(request, "test_every_write_path_takes_rows_too_wide_for_row_counted_batches")
     env = dict(os.environ, PYTHONPATH=ROOT, PYSPARK_PYTHON=sys.executable, WIDE_DRIVER_MEMORY="512m")
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "core", "wide_rows_writer.py"), str(tmp_path),
-                           str(rows), str(width)], env=env, capture_output=True, text=True, timeout=900)
-    lines = [line.split(" ") for line in done.stdout.splitlines()]
-    assert lines and lines[-1] == ["DONE"], f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-4000:]}"
+    writers = {}
+    try:
+        for case in selected:
+            rows, width = WIDE_CASES[case]
+            folder = tmp_path_factory.mktemp(case)
+            with open(folder / "stdout.txt", "w") as out, open(folder / "stderr.txt", "w") as err:
+                writers[case] = (subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "core", "wide_rows_writer.py"),
+                                                   str(folder), str(rows), str(width)],
+                                                  env=env, stdout=out, stderr=err, start_new_session=True), folder)
+        yield writers
+    finally:
+        for writer, _ in writers.values():
+            kill_group(writer)
+
+
+@pytest.mark.parametrize("case", list(WIDE_CASES))
+def test_every_write_path_takes_rows_too_wide_for_row_counted_batches(wide_writers, case):
+    rows, _ = WIDE_CASES[case]
+    writer, folder = wide_writers[case]
+    try:
+        writer.wait(timeout=900)
+    finally:
+        kill_group(writer)  # its JVM and Python workers, if it timed out
+    stdout, stderr = (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text()
+    lines = [line.split(" ") for line in stdout.splitlines()]
+    assert lines and lines[-1] == ["DONE"], f"exit {writer.returncode}\n{stdout}\n{stderr[-4000:]}"
     steps = [(s[0], int(s[1]), int(s[2]), s[3]) for s in lines if len(s) == 5]
     assert steps == expected_steps(rows)
     # Rows the upsert wrote are the changes since the first commit.

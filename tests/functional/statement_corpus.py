@@ -22,6 +22,9 @@ Spark's DataFrame writer (`WRITER_FORMS`: saveAsTable in every mode, insertInto,
 save(path), and session.sql as a Python model runs it) is aimed at each table too, followed by
 the check the adapter runs after a Python model.
 
+Every group and every writer form starts on the pristine table (a group or a form that changed
+it put it back): the rows the core read of the pristine table once are where each starts.
+
 The same code runs in a classic session (in the pytest process) and over Spark Connect (in a
 process of its own: `python -m tests.functional.statement_corpus <url> <folder> <sample>`,
 which writes the report as JSON).
@@ -332,6 +335,7 @@ class Corpus:
         for name in TABLES:  # registered once: the read-only companions are made, and are in the pristine copy
             self.sql(f"SELECT count(*) FROM {SCHEMA}.{name}").collect()
             shutil.copytree(self.path(name), os.path.join(self.pristine, name))
+        self.pristine_rows = {name: self.rows(name) for name in TABLES}  # where every group and writer form starts
         self.dirty = set()
 
     def close(self):
@@ -460,7 +464,7 @@ class Corpus:
         if name in self.dirty:
             self.restore(name)
         table = self.table(name)
-        state = {"listing": _listing(self.path(name)), "rows": self.rows(name), "history": {},
+        state = {"listing": _listing(self.path(name)), "rows": self.pristine_rows[name], "history": {},
                  "instants": {i.timestamp for i in table.timeline() if i.is_completed}}
         failures = len(self.report.failures)
         commits = self.report.commits
@@ -504,7 +508,7 @@ class Corpus:
         (`StorageCatalog.check_entries`); then the session must still read the table's rows."""
         if name in self.dirty:
             self.restore(name)
-        before, rows_before = _listing(self.path(name)), self.rows(name)
+        before, rows_before = _listing(self.path(name)), self.pristine_rows[name]
         instants = {i.timestamp for i in self.table(name).timeline() if i.is_completed}
         rows = self.spark.createDataFrame([(k * 100 + 9, f"w{k}", "x")], "id bigint, v string, p string")
         error = None
@@ -521,12 +525,13 @@ class Corpus:
         named = error is not None and f"{SCHEMA}.{name}" in _message(error)
         got = OK if error is None else REFUSED if named else ERROR
         changed = after != before
+        rows_after = self.rows(name)
         problems = []
         if form.outcome == DETECTED:
             self.dirty.add(name)
             new = {i.timestamp for i in self.table(name).timeline() if i.is_completed} - instants
             kept = all(after.get(f) == v for f, v in before.items())
-            if not (changed and named and not new and kept and self.rows(name) == rows_before):
+            if not (changed and named and not new and kept and rows_after == rows_before):
                 problems.append(f"expected files written beside the table, named by the check, nothing committed: "
                                 f"changed={changed}, new instants={len(new)}, committed files kept={kept}, "
                                 f"error={str(error)[:300] if error else None}")
@@ -537,7 +542,7 @@ class Corpus:
         elif got != form.outcome:
             problems.append(f"{got}, expected {form.outcome}: {str(error)[:300] if error else None}")
         self.report.outcomes[form.outcome if got == form.outcome else f"{form.outcome}->{got}"] += 1
-        broken = self.resolves(name, self.rows(name))
+        broken = self.resolves(name, rows_after)
         if broken:
             problems.append(broken)
         if problems:
@@ -578,6 +583,7 @@ def main(argv: List[str]) -> None:
         spark = (SparkSession.builder.master("local[2,2]").appName("hudilite-corpus")
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
                  .config("spark.sql.session.timeZone", "UTC").config("spark.sql.catalogImplementation", "in-memory")
+                 .config("spark.python.sql.dataFrameDebugging.enabled", "false")  # as the suite's and the embedded sessions have it
                  .config("spark.sql.warehouse.dir", os.path.join(folder, "warehouse"))  # saveAsTable's own tables
                  .config("spark.pyspark.python", sys.executable).getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")

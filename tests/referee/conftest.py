@@ -10,12 +10,32 @@ from tests.referee.table_states import STATES
 MATRIX = defaultdict(lambda: [0, 0])
 
 
+@pytest.fixture(scope="session")
+def referees(request):
+    """`referees(version)`: the referee of `version`, and the next selected version's started in
+    the background, so that its JVM starts while this version's tests run."""
+    selected = [v for v in HUDI_VERSIONS if any(item.callspec.params.get("hudi_spark") == v
+                                                for item in request.session.items if hasattr(item, "callspec"))]
+    started = {}
+
+    def referee(version):
+        if version not in started:
+            started[version] = HudiSpark(version, wait=False)
+        later = selected[selected.index(version) + 1:] if version in selected else []
+        if later and later[0] not in started:
+            started[later[0]] = HudiSpark(later[0], wait=False)
+        return started[version]
+    yield referee
+    for process in started.values():  # the ones whose tests did not run
+        process.close()
+
+
 @pytest.fixture(scope="session", params=HUDI_VERSIONS, ids=lambda v: f"hudi-{v}")
-def hudi_spark(request):
+def hudi_spark(request, referees):
     """Hudi's own Spark datasource, one version at a time. A referee that cannot start fails
     the tests that need it: it is never a skip."""
-    referee = HudiSpark(request.param)
-    yield referee
+    referee = referees(request.param)
+    yield referee.wait_ready()
     referee.close()
 
 

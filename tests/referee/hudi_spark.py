@@ -53,9 +53,10 @@ def cached_venv(name: str, requirements: List[str]) -> Path:
 class HudiSpark:
     """One Hudi version's Spark session in its own process."""
 
-    def __init__(self, version: str, conf: dict = None, log_name: str = None):
+    def __init__(self, version: str, conf: dict = None, log_name: str = None, wait: bool = True):
         """`conf`: Spark settings beside the referee's own (the benchmark's driver memory);
-        `log_name`: the log file under HOME, by default hudi-<version>.log."""
+        `log_name`: the log file under HOME, by default hudi-<version>.log; `wait=False`:
+        return as soon as the process is started (`wait_ready` before the first request)."""
         self.version = version
         self.log_path = HOME / (log_name or f"hudi-{version}.log")
         python = referee_python()
@@ -66,8 +67,17 @@ class HudiSpark:
         self._process = subprocess.Popen(
             [str(python), str(SERVER), version, str(HOME / "ivy")] + ([json.dumps(conf)] if conf else []), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
-        ready = self._reply()
-        assert ready.get("ready") == version, ready
+        self._ready = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> "HudiSpark":
+        """Until its Spark session has started (at once when it had)."""
+        if not self._ready:
+            ready = self._reply()
+            assert ready.get("ready") == self.version, ready
+            self._ready = True
+        return self
 
     def _reply(self) -> dict:
         for line in self._process.stdout:

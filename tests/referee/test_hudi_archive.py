@@ -4,8 +4,10 @@ continue a table whose timeline Hudi's own writer archived."""
 
 import os
 import posixpath
+import shutil
 from types import SimpleNamespace
 
+import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.hudilite.table import HudiTable
@@ -61,14 +63,24 @@ def changes_agree(table: HudiTable, hudi_spark, begin: str, end: str, archived_t
     compare(label + ", Hudi: full table scan", ours, hudi_spark.read(table.path, **changes_options(begin, end), **FALLBACK))
 
 
-def test_hudi_reads_a_table_we_archived(spark, hudi_spark, tmp_path):
-    table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
-                             precombine="ts")
+@pytest.fixture(scope="session")
+def we_archived(spark, tmp_path_factory):
+    """Our part of `test_hudi_reads_a_table_we_archived`, the same for every Hudi version, made
+    once: seven upserts, a clean and an archival. (Its folder, the instants it completed, the
+    instants it archived.)"""
+    path = str(tmp_path_factory.mktemp("we_archived") / "t")
+    table = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"], precombine="ts")
     for n in range(7):
         table.upsert(_rows(spark, n))
     everything = [i.timestamp for i in table.context.timeline.completed()]
     table.clean(retain_commits=2)
-    archived = table.archive(keep_min_commits=2, keep_max_commits=3)
+    return path, everything, table.archive(keep_min_commits=2, keep_max_commits=3)
+
+
+def test_hudi_reads_a_table_we_archived(spark, hudi_spark, tmp_path, we_archived):
+    built, everything, archived = we_archived
+    shutil.copytree(built, tmp_path / "t")  # each version's writer continues a copy of its own
+    table = HudiTable.open(spark, str(tmp_path / "t"))
     assert archived
 
     # Hudi's format: one log file, each archived instant's three states, commits in full.
