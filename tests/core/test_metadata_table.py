@@ -4,6 +4,7 @@ itself, restore), a data instant that never completed leaves nothing a reader ta
 without one gains it on its next write, and hudi-rs reads the same rows throughout."""
 
 import posixpath
+import shutil
 
 from dbt.adapters.hudilite.table import HudiTable
 from dbt.adapters.hudilite.table.metadata.table import MetadataTable
@@ -145,4 +146,11 @@ def test_the_record_index_follows_every_action(spark, tmp_path):
     check_record_index(table, "a larger upsert")
     table.clean(retain_commits=1)
     check_record_index(table, "clean")
+    # hudilite's own index is a cache of record_index: gone, the next write builds it from there
+    shutil.rmtree(tmp_path / "t" / ".hoodie" / ".hudilite" / "record_index")
+    table.upsert(spark.createDataFrame([(1001, "again", "d1"), (9000, "new", "d2")], SCHEMA))
+    assert table.index.state()["built_from"] == "record_index"
+    check_record_index(table, "the cache built again from record_index")
+    assert {r.id: r.v for r in table.read().where("id in (1001, 1002, 9000)").collect()} == {
+        1001: "again", 1002: "big", 9000: "new"}
     assert_hudi_rs_agrees(table)

@@ -15,7 +15,7 @@ T = [f"202611280800{i:05d}" for i in range(30)]  # 17-digit instant times, ascen
 
 def reader(storage):
     completed, pending = data_instants(storage)
-    return MetadataTableReader(storage, completed, pending, min(completed | pending, default=None))
+    return MetadataTableReader.of_timelines(storage, completed, min(completed | pending, default=None))
 
 
 def data_instant(tmp_path, instant, state):

@@ -132,3 +132,37 @@ def test_a_pending_compaction_moves_only_the_groups_its_plan_lists(tmp_path):
     slices = writer.record_index_slices()
     assert slices[record_index.file_group(0)][0] == pending
     assert {base for group, (base, _) in slices.items() if group != record_index.file_group(0)} == {init}
+
+
+def test_executors_read_every_live_entry_as_the_driver_judged_the_instants(tmp_path):
+    """`entries_task` (a task per file group, given the driver's `Validity`, which travels
+    pickled) finds the bootstrap's keys, a commit's moves and deletes, skips the logs of a data
+    instant still in flight, and keeps the entries of live file groups only: the keys a private
+    index is rebuilt from."""
+    import pickle
+
+    storage, writer, init = bootstrapped(tmp_path)
+    expected = {f"k{i}": FILE_A for i in range(50)}
+
+    def commit(instant, entries, state="completed"):
+        data_instant(tmp_path, instant, state)
+        files = record_index.RecordIndexFiles(str(tmp_path), instant,
+                                              record_index.log_paths(instant, writer.record_index_slices(), 10),
+                                              {FILE_A: ("eu", instant), FILE_B: ("us", instant)})
+        logs = {w["path"]: w["size"] for w in record_index.write_shards(files, pa.table(entries), storage)}
+        writer.deltacommit(instant, files_records({"us": {f"b{instant}.parquet": 1}}, {}), None, logs)
+
+    commit(T[2], {"key": ["k1", "k2", "new"], "file_id": [FILE_B, FILE_A, FILE_B], "deleted": [False, True, False]})
+    expected.update(k1=FILE_B, new=FILE_B)
+    del expected["k2"]
+    commit(T[3], {"key": ["k3", "later"], "file_id": [FILE_A, FILE_B], "deleted": [True, False]}, state="inflight")
+    now = reader(storage)
+    valid = pickle.loads(pickle.dumps(now.valid))
+    slices = [piece for _, piece in sorted(now.slices(RECORD_INDEX).items())]
+    ids = pa.RecordBatch.from_pydict({"id": pa.array(range(len(slices)), pa.int64())})
+    found = pa.Table.from_batches(list(record_index.entries_task(str(tmp_path), valid, slices, frozenset({FILE_A}), iter([ids]))),
+                                  schema=record_index.ENTRIES)
+    assert not any(found.column("deleted").to_pylist())
+    expected = {key: file_id for key, file_id in expected.items() if file_id == FILE_A}  # the live file group
+    assert dict(zip(found.column("key").to_pylist(), found.column("file_id").to_pylist())) == expected
+    assert found.num_rows == len(expected)

@@ -206,7 +206,8 @@ class TableContext:
             raise self.error("nothing to index before the first commit")
         latest = completed[-1].timestamp
         with self._index_computed_from(completed):
-            built = self.index.build(self.read(latest), latest, num_shards)
+            view = self.timeline.view(latest)
+            built = self.index.build(self.read_files(view.latest_base_files(), latest), view, latest, num_shards)
         if isinstance(self.index, RecordIndex) and self.index.metadata_table.record_index_missing():
             self.bootstrap_record_index()
         return built

@@ -59,15 +59,18 @@ def claimed_instants(storage: Storage) -> List[str]:
     return sorted(filter(None, (writer_instant(n) for n in storage.list_names(WRITERS_DIR))))
 
 
-def rolled_back_claims(storage: Storage) -> List[str]:
-    """Claims kept as tombstones of rolled-back instants."""
-    return [t for t in claimed_instants(storage) if _rolled_back(storage, t)]
+def claims_by_state(storage: Storage) -> Tuple[List[str], List[str]]:
+    """From one listing of the claims: (claimed instants that were not rolled back: their
+    writers may be between claim and requested, where the timeline does not show them yet;
+    claims kept as tombstones of rolled-back instants)."""
+    open_, tombstones = [], []
+    for instant in claimed_instants(storage):
+        (tombstones if _rolled_back(storage, instant) else open_).append(instant)
+    return open_, tombstones
 
 
 def open_claims(storage: Storage) -> List[str]:
-    """Claimed instants that were not rolled back (their writers may be between claim and
-    requested, where the timeline does not show them yet)."""
-    return [t for t in claimed_instants(storage) if not _rolled_back(storage, t)]
+    return claims_by_state(storage)[0]
 
 
 def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[str], Optional[str]]:

@@ -24,7 +24,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 import fastavro
 import numpy as np
@@ -220,6 +220,15 @@ def location_of(record: dict) -> Location:
     else:
         file_id = info["fileId"]
     return Location(info["partitionName"] or "", file_id)
+
+
+def locations_of(values: pa.Array) -> Tuple[pa.Array, pa.Array]:
+    """(partition paths, file ids) of encoded `record_index` values in our schema, vectorized:
+    each distinct value decoded once (a file group's keys share one)."""
+    distinct = values.dictionary_encode()
+    where = [location_of(decode(v)) for v in distinct.dictionary.to_pylist()]
+    return (pa.array([w.partition_path for w in where], pa.string()).take(distinct.indices),
+            pa.array([w.file_id for w in where], pa.string()).take(distinct.indices))
 
 
 def java_string_hash(text: str) -> int:

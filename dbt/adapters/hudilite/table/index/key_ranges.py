@@ -80,7 +80,7 @@ class KeyRangeIndex(TableIndex):
                          instant if kind == DELTA else None)
         return path
 
-    def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
+    def build(self, snapshot: DataFrame, view: FileSystemView, instant: str, num_shards: Optional[int] = None) -> int:
         runs = [tuple(r) for r in runs_of(snapshot).collect()]
         self._write(instant, BASE, runs)
         self.files.write_state({"base_instant": instant})

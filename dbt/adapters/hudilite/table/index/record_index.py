@@ -393,15 +393,20 @@ class RecordIndex(TableIndex):
         rows = settled(self.spark, out.collect)
         return {r.path: r.entries for r in rows}
 
-    def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
-        """`num_shards` defaults to one per ENTRIES_PER_SHARD entries. A build as of the
-        instant of the current base (a rebuild) deletes the base files of that instant it did not
-        write: of shards it left empty, of another format or hash."""
-        entries = entries_of(snapshot)
-        sharding = Sharding(num_shards or shards_for(entries.count()))
+    def build(self, snapshot: DataFrame, view: FileSystemView, instant: str, num_shards: Optional[int] = None) -> int:
+        """From the metadata table's record_index when it holds the keys (RFC-8's record index:
+        this one is its cache; its entries at file groups not in `view` dropped), else from
+        `snapshot`'s keys. `num_shards` defaults to one per
+        ENTRIES_PER_SHARD entries. A build as of the instant of the current base (a rebuild)
+        deletes the base files of that instant it did not write: of shards it left empty, of
+        another format or hash."""
+        entries, built_from = self.record_index_entries([g.file_id for g in view.live_groups()]), "record_index"
+        if entries is None:
+            entries, built_from = entries_of(snapshot), "snapshot"
+        sharding = Sharding(num_shards or shards_for(snapshot.count()))  # a parquet count reads footers only
         written = self._write(entries, instant, BASE, sharding, DIGESTS)
         self.files.write_state(dict(sharding.state(), entry_key=DIGESTS, base_instant=instant,
-                                    entries_at_build=sum(written.values())))
+                                    entries_at_build=sum(written.values()), built_from=built_from))
         self._delete_bases_not_written(instant, set(written))
         return sum(written.values())
 
@@ -472,6 +477,21 @@ class RecordIndex(TableIndex):
         out = (with_shards.repartition(files.num_shards, "shard")
                .mapInArrow(functools.partial(metadata_record_index.write_task, files), "path string, size long, entries long"))
         return [r.asDict() for r in settled(self.spark, out.collect)]
+
+    def record_index_entries(self, live_ids: List[str]) -> Optional[DataFrame]:
+        """Every key the metadata table's record_index holds at one of `live_ids` (file groups)
+        as the completed data instants make it (key, file_id, deleted false), read on the
+        executors, a task per file group; None when it holds none to read (not listed, or
+        listed without file groups)."""
+        reader = self.metadata_table.reader()
+        if reader is None or not self.metadata_table.record_index_listed():
+            return None
+        slices = [piece for _, piece in sorted(reader.slices(metadata_record_index.RECORD_INDEX).items())]
+        if not slices:
+            return None
+        task = functools.partial(metadata_record_index.entries_task, self.storage.base_path, reader.valid, slices,
+                                 frozenset(live_ids))
+        return self.spark.range(len(slices), numPartitions=len(slices)).mapInArrow(task, metadata_record_index.ENTRY_DDL)
 
     def check_record_index(self, snapshot: DataFrame, examples: int = 5) -> List[str]:
         """The metadata table's record_index must hold exactly the snapshot's keys, each at its

@@ -69,9 +69,10 @@ class TableIndex(ABC):
         return self.state() is not None
 
     @abstractmethod
-    def build(self, snapshot: DataFrame, instant: str, num_shards: Optional[int] = None) -> int:
-        """Bootstrap from a snapshot (rows with their meta columns) as of the completed
-        `instant`; returns the entries written. `num_shards` matters to a sharded kind only."""
+    def build(self, snapshot: DataFrame, view: FileSystemView, instant: str, num_shards: Optional[int] = None) -> int:
+        """Bootstrap from a snapshot (rows with their meta columns, of `view`'s latest files) as
+        of the completed `instant`; returns the entries written. `num_shards` matters to a
+        sharded kind only."""
 
     @abstractmethod
     def delta(self, instant: str, change: IndexChange) -> List[str]:

@@ -20,7 +20,7 @@ import io
 import posixpath
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 import fastavro
 import numpy as np
@@ -119,28 +119,44 @@ def _replace(older: Optional[dict], newer: dict) -> dict:
 FOLDS: Dict[str, Fold] = {FILES: metadata_record.fold_files, RECORD_INDEX: _replace}
 
 
+@dataclass(frozen=True)
+class Validity:
+    """Which instants of the metadata table a reader takes (see the module's docstring): plain
+    sets, so that executors reading file groups apply the driver's judgement unchanged."""
+    completed: FrozenSet[str]  # on the metadata table's timeline
+    rolled_back: FrozenSet[str]
+    first_active: Optional[str]  # the metadata table's oldest active instant
+    data_completed: FrozenSet[str]
+    data_first_active: Optional[str]
+
+    def __call__(self, instant: str) -> bool:
+        archived = self.first_active is not None and instant < self.first_active
+        if (instant not in self.completed and not archived) or instant in self.rolled_back:
+            return False
+        if len(instant) != DATA_INSTANT_DIGITS:
+            return True  # the metadata table's own (a compaction: `<T>001`)
+        return instant in self.data_completed or (self.data_first_active is not None and instant < self.data_first_active)
+
+
 class MetadataTableReader:
     """The latest state of a table's metadata table, as its completed data instants make it."""
 
-    def __init__(self, storage: Storage, data_completed: Set[str], data_pending: Set[str],
-                 data_first_active: Optional[str]):
-        """`data_completed` / `data_pending`: the data table's active instants by state;
-        `data_first_active`: its oldest active instant (older ones are archived)."""
+    def __init__(self, storage: Storage, valid: Validity, timeline: Optional[MetadataTimeline] = None):
+        """`timeline`: the metadata table's, as `valid` was judged on (an executor's reader,
+        given the driver's judgement, has none)."""
         self.storage = storage
-        self.timeline = MetadataTimeline(storage)
-        completed = self.timeline.completed_instants()
-        # Instants older than the metadata table's active timeline were archived there: completed.
-        first_active = self.timeline.entries[0][0] if self.timeline.entries else None
-        self.rolled_back = self.timeline.rolled_back()
-
-        def valid(instant: str) -> bool:
-            archived = first_active is not None and instant < first_active
-            if (instant not in completed and not archived) or instant in self.rolled_back:
-                return False
-            if len(instant) != DATA_INSTANT_DIGITS:
-                return True  # the metadata table's own (a compaction: `<T>001`)
-            return instant in data_completed or (data_first_active is not None and instant < data_first_active)
         self.valid = valid
+        self.timeline = timeline
+
+    @classmethod
+    def of_timelines(cls, storage: Storage, data_completed: Set[str], data_first_active: Optional[str]) -> "MetadataTableReader":
+        """`data_completed`: the data table's completed active instants; `data_first_active`:
+        its oldest active instant, any state (older ones are archived)."""
+        timeline = MetadataTimeline(storage)
+        # Instants older than the metadata table's active timeline were archived there: completed.
+        valid = Validity(frozenset(timeline.completed_instants()), frozenset(timeline.rolled_back()),
+                         timeline.entries[0][0] if timeline.entries else None, frozenset(data_completed), data_first_active)
+        return cls(storage, valid, timeline)
 
     def _partition_dir(self, partition: str) -> str:
         return posixpath.join(METADATA_TABLE_DIR, partition)

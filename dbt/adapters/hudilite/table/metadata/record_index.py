@@ -16,7 +16,7 @@ import math
 import posixpath
 import secrets
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +26,7 @@ from ..format import hfile, log_format, metadata_record
 from ..format.file_group import hfile_name, log_file_name
 from ..storage.filesystem import Storage
 from ..storage.layout import METADATA_TABLE_DIR, TMP_DIR, marker_path
-from .reader import DELETE_BLOCK, HFILE_DATA_BLOCK, RECORD_INDEX, delete_block_content
+from .reader import DELETE_BLOCK, HFILE_DATA_BLOCK, RECORD_INDEX, FileSlice, MetadataTableReader, Validity, delete_block_content
 
 FOLDER = posixpath.join(METADATA_TABLE_DIR, RECORD_INDEX)
 # Hudi's estimate of the file-group count (hoodie.metadata.record.index.*): 10 below ~111M keys.
@@ -35,6 +35,8 @@ FILE_GROUP_BYTES, GROWTH_FACTOR, AVERAGE_RECORD_BYTES = 1 << 30, 2.0, 48
 INIT_OFFSET = 11  # a bootstrap's deltacommit is `<data instant>011`, after `files`' `010`
 ENTRY_DDL = "key string, file_id string, deleted boolean"
 RESULT = pa.schema([("path", pa.string()), ("size", pa.int64()), ("entries", pa.int64())])
+ENTRIES = pa.schema([("key", pa.string()), ("file_id", pa.string()), ("deleted", pa.bool_())])
+ENTRIES_PER_BATCH = 500_000
 
 
 def file_group_count(records: int) -> int:
@@ -156,3 +158,20 @@ def log_paths(instant: str, slices: Dict[str, Tuple[str, int]], num_shards: int)
 
 def base_paths(instant: str, num_shards: int, token: str) -> Tuple[str, ...]:
     return tuple(posixpath.join(FOLDER, hfile_name(file_group(shard), token, instant)) for shard in range(num_shards))
+
+
+def entries_task(base_path: str, valid: Validity, slices: List[FileSlice], live_ids: FrozenSet[str],
+                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: every live entry (key, file_id, deleted false) at one of `live_ids` of the
+    record_index file groups `slices[i]` for each i the rows name (`id`), as the driver judged
+    the instants."""
+    reader = MetadataTableReader(Storage(base_path), valid)
+    live = pa.array(sorted(live_ids), pa.string())
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            rows, values = reader.folded_cells(RECORD_INDEX, slices[i])
+            _, file_ids = metadata_record.locations_of(values)
+            entries = pa.table({"key": rows.cast(pa.string()), "file_id": file_ids,
+                                "deleted": pa.array(np.zeros(len(rows), dtype=bool))}, schema=ENTRIES)
+            entries = entries.filter(pc.is_in(file_ids, value_set=live))
+            yield from entries.to_batches(max_chunksize=ENTRIES_PER_BATCH)

@@ -101,7 +101,7 @@ class MetadataTable:
         if FILES not in listed_partitions(self._properties()[1]):
             return None
         completed, pending = data_instants(self.storage)
-        return MetadataTableReader(self.storage, completed, pending, min(completed | pending, default=None))
+        return MetadataTableReader.of_timelines(self.storage, completed, min(completed | pending, default=None))
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -353,18 +353,17 @@ class MetadataTable:
 
     def record_index_locations(self) -> Optional[pa.Table]:
         """Every key record_index holds with its location (key, partition, file_id); None when
-        it is not listed. Each distinct value is decoded once (a file group's keys share one)."""
+        it is not listed."""
         reader = self.reader()
         if reader is None or not self.record_index_listed():
             return None
         keys, partitions, file_ids = [], [], []
         for piece in reader.slices(RECORD_INDEX).values():
             rows, values = reader.folded_cells(RECORD_INDEX, piece)
-            distinct = values.dictionary_encode()
-            where = [metadata_record.location_of(metadata_record.decode(v)) for v in distinct.dictionary.to_pylist()]
+            where, file_id = metadata_record.locations_of(values)
             keys.append(rows.cast(pa.string()))
-            partitions.append(pa.array([w.partition_path for w in where], pa.string()).take(distinct.indices))
-            file_ids.append(pa.array([w.file_id for w in where], pa.string()).take(distinct.indices))
+            partitions.append(where)
+            file_ids.append(file_id)
         if not keys:
             return pa.table({"key": pa.array([], pa.string()), "partition": pa.array([], pa.string()),
                              "file_id": pa.array([], pa.string())})

@@ -34,7 +34,7 @@ from ..storage.layout import (HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FI
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
-from ..transaction import first_write_in_flight, marked_files, open_claims, reserve_service_time, rolled_back_claims
+from ..transaction import claims_by_state, first_write_in_flight, marked_files, reserve_service_time
 
 logger = logging.getLogger("hudilite")
 from .validation import check_table, files_outside_hoodie
@@ -66,9 +66,6 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
     for instant in unfinished:
         _finish_clean(ctx, instant, completed[-1] if completed else "")
     remove_zombie_files(ctx, sweep)
-    for claim in rolled_back_claims(ctx.storage):  # kept only so that the time was not handed out again
-        if completed and claim < completed[-1]:
-            ctx.storage.delete_file(writer_path(claim))
     return plan
 
 
@@ -200,6 +197,8 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
     back (Hudi's readers take a metadata deltacommit only while its data instant is active), both
     are compacted and archival goes on. Returns the archived instants."""
     check_keep(keep_min_commits, keep_max_commits)
+    if not _archival_may_be_due(ctx, keep_max_commits):
+        return []
     chosen, held_by_index = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=True)
     if held_by_index:
         try:
@@ -211,6 +210,18 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
             MetadataTable(ctx.storage).compact_now()
         chosen = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=False)[0]
     return chosen
+
+
+def _archival_may_be_due(ctx: TableContext, keep_max_commits: int) -> bool:
+    """Whether archival has anything to do, as the caller's picture of the timeline shows it,
+    without taking the lock: more than `keep_max_commits` instants completed on the active
+    timeline, or instant files an archival that died left behind. Instants completed since the
+    picture was taken only add to the count: at worst archival waits for the next run."""
+    through = ctx.timeline.archived().through
+    if through is not None and any(i is not None and i.timestamp <= through
+                                   for i in map(parse_instant_file_name, ctx.timeline.file_names())):
+        return True
+    return len(ctx.timeline.completed()) > keep_max_commits
 
 
 def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
@@ -321,16 +332,20 @@ def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bo
     renames its file within seconds; the margin covers clocks that differ)."""
     ctx.timeline.refresh()  # a writer that claimed before a pinned listing may have finished since
     instants = ctx.timeline.instants()  # read before the listing: a later writer's files are newer
-    in_flight = {i.timestamp for i in instants if not i.is_completed} | set(open_claims(ctx.storage))
+    claims, tombstones = claims_by_state(ctx.storage)
+    in_flight = {i.timestamp for i in instants if not i.is_completed} | set(claims)
     done = [i.timestamp for i in instants if i.is_completed]
     if not done:
         return []
+    for claim in tombstones:  # kept only so that the time was not handed out again
+        if claim < done[-1]:
+            ctx.storage.delete_file(writer_path(claim))
     settled = [t for t in ctx.storage.list_names(MARKERS_DIR) if t not in in_flight and t <= done[-1]]
     try:
-        swept = time.time() - ctx.storage.mtime_seconds(LAST_SWEEP) < SWEEP_EVERY_S
+        sweep = sweep or time.time() - ctx.storage.mtime_seconds(LAST_SWEEP) >= SWEEP_EVERY_S
     except FileNotFoundError:
-        swept = False
-    if sweep or not swept:
+        sweep = True
+    if sweep:
         ctx.storage.write_text(LAST_SWEEP, str(time.time()))  # before the listing: files after it are the next one's
         candidates = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))
     else:
@@ -346,14 +361,16 @@ def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bo
         if instants[0].timestamp <= name.instant <= done[-1] and name.instant > (archived.through or ""):
             ctx.storage.delete_file(path)
             zombies.append(path)
-    with contextlib.nullcontext() if holding_lock else TableLock(ctx.storage):  # a restore writes markers under it
-        if ctx.pending_restore() is None:  # and one that died needs them to finish
-            for instant in settled:  # looked at: markers, and staged rows no writer reads any more
-                ctx.storage.delete_dir(markers_dir(instant))
-    oldest_kept = time.time_ns() - TMP_FILE_LIFETIME_S * 1_000_000_000
-    for name, mtime_ns in ctx.storage.list_files_with_mtimes(TMP_DIR):
-        if mtime_ns is not None and mtime_ns < oldest_kept:
-            ctx.storage.delete_file(posixpath.join(TMP_DIR, name))
+    if settled:
+        with contextlib.nullcontext() if holding_lock else TableLock(ctx.storage):  # a restore writes markers under it
+            if ctx.pending_restore() is None:  # and one that died needs them to finish
+                for instant in settled:  # looked at: markers, and staged rows no writer reads any more
+                    ctx.storage.delete_dir(markers_dir(instant))
+    if sweep:  # left by killed processes only, and read by no one: looked for as rarely as the sweep
+        oldest_kept = time.time_ns() - TMP_FILE_LIFETIME_S * 1_000_000_000
+        for name, mtime_ns in ctx.storage.list_files_with_mtimes(TMP_DIR):
+            if mtime_ns is not None and mtime_ns < oldest_kept:
+                ctx.storage.delete_file(posixpath.join(TMP_DIR, name))
     return zombies
 
 
