@@ -151,8 +151,8 @@ def test_an_index_built_directly_publishes_only_as_of_the_latest_instant(spark, 
     table.upsert(customers(spark, [(4, "di", "us")]))
     latest = table.timeline()[-1].timestamp
     with pytest.raises(Conflict, match="a commit completed while it was computed"):
-        table.index.build(table.read(first), first)  # a base as of an older instant would miss key 4
-    assert table.index.build(table.read(), latest) == 4
+        table.index.build(table.read(first), table.context.timeline.view(first), first)  # would miss key 4
+    assert table.index.build(table.read(), table.context.timeline.view(latest), latest) == 4
     assert table.validate() == []
 
 
