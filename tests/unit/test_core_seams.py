@@ -552,9 +552,9 @@ def test_the_first_write_in_flight_is_seen_when_it_finishes_between_the_listings
 
     def finishing(_storage):
         storage.write_atomic(".hoodie/20261123000000002.commit", b"{}", layout.TMP_DIR)
-        return next(claims)
+        return next(claims), []
 
-    monkeypatch.setattr(transaction, "open_claims", finishing)
+    monkeypatch.setattr(transaction, "claims_by_state", finishing)
     with timeline.pinned():  # a caller's pin does not hide what finished
         completed, first = transaction.first_write_in_flight(storage, timeline)
     assert completed == ["20261123000000001", "20261123000000002"] and first == "20261123000000003"

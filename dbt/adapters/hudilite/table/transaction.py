@@ -25,6 +25,7 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from .storage import faults
@@ -73,25 +74,49 @@ def open_claims(storage: Storage) -> List[str]:
     return claims_by_state(storage)[0]
 
 
-def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[str], Optional[str]]:
-    """(completed instants, the earliest instant a writer may still publish). Writers claim
-    times in order but publish in any order: an instant before that one is final, one after
-    it may yet get an earlier neighbour (Hudi's "hollow commit"). The timeline is listed
-    before and after the claims are read, until two listings complete the same instants, so a
-    writer finishing meanwhile is seen."""
+@dataclass(frozen=True)
+class Writers:
+    """The timeline and the claims, read as one judgement (`writers_now`)."""
+    instants: List[Instant]  # the active timeline, listed after the claims were read
+    claims: Set[str]  # open claims
+    tombstones: List[str]  # claims of rolled-back instants
+
+    @property
+    def completed(self) -> List[str]:
+        return [i.timestamp for i in self.instants if i.is_completed]
+
+    @property
+    def in_flight(self) -> Set[str]:
+        """Instants a writer may still publish: pending on the timeline, or claimed."""
+        return {i.timestamp for i in self.instants if not i.is_completed} | self.claims
+
+    def first_in_flight(self) -> Optional[str]:
+        holes = sorted(self.in_flight - set(self.completed))  # a claim outlives its publish by a moment
+        return holes[0] if holes else None
+
+
+def writers_now(storage: Storage, timeline: Timeline) -> Writers:
+    """The writers of the table now. The timeline is listed before and after the claims are
+    read, until two listings complete the same instants, so a writer finishing meanwhile is
+    seen (on the timeline, or by its claim)."""
     with timeline.pinned():
         completed = [i.timestamp for i in timeline.completed()]  # as the caller pinned it: listed again below
         while True:
-            claims = set(open_claims(storage))
+            claims, tombstones = claims_by_state(storage)
             timeline.refresh()
             instants = timeline.instants()
             again = [i.timestamp for i in instants if i.is_completed]
             if again == completed:
-                break
+                return Writers(instants, set(claims), tombstones)
             completed = again
-    in_flight = {i.timestamp for i in instants if not i.is_completed} | claims
-    holes = sorted(in_flight - set(completed))  # a claim outlives its publish by a moment
-    return completed, holes[0] if holes else None
+
+
+def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[str], Optional[str]]:
+    """(completed instants, the earliest instant a writer may still publish). Writers claim
+    times in order but publish in any order: an instant before that one is final, one after
+    it may yet get an earlier neighbour (Hudi's "hollow commit")."""
+    writers = writers_now(storage, timeline)
+    return writers.completed, writers.first_in_flight()
 
 
 def _claim_time(timeline: Timeline, owner: dict) -> str:

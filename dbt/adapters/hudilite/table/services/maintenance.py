@@ -34,7 +34,7 @@ from ..storage.layout import (HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FI
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
 from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
-from ..transaction import claims_by_state, first_write_in_flight, marked_files, reserve_service_time
+from ..transaction import Writers, marked_files, reserve_service_time, writers_now
 
 logger = logging.getLogger("hudilite")
 from .validation import check_table, files_outside_hoodie
@@ -49,7 +49,8 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
     tombstones of rolled-back writes go."""
     with TableLock(ctx.storage):
         unfinished = [i for i in ctx.timeline.service_instants(CLEAN) if not i.is_completed]
-        completed, in_flight = first_write_in_flight(ctx.storage, ctx.timeline)
+        writers = writers_now(ctx.storage, ctx.timeline)
+        completed, in_flight = writers.completed, writers.first_in_flight()
         # As Hudi: nothing at or after a write in flight counts, so a write that publishes
         # later into the retained range (a "hollow" commit) still has its replaced files cleaned.
         settled = [t for t in completed if in_flight is None or t < in_flight]
@@ -65,7 +66,7 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
             unfinished.append(replace(instant, state=INFLIGHT))
     for instant in unfinished:
         _finish_clean(ctx, instant, completed[-1] if completed else "")
-    remove_zombie_files(ctx, sweep)
+    remove_zombie_files(ctx, sweep, writers=writers)
     return plan
 
 
@@ -234,8 +235,9 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
     with TableLock(ctx.storage):
         archived = timeline.archived()
         _delete_instant_files(ctx, archived.through)
-        completed, in_flight = first_write_in_flight(ctx.storage, timeline)
-        if in_flight is not None:  # its conflict check compares with instants completed since it began
+        writers = writers_now(ctx.storage, timeline)
+        completed = writers.completed
+        if writers.first_in_flight() is not None:  # its conflict check compares with instants completed since it began
             return [], False
         view = timeline.view()
         before = _archivable_before(ctx, view, completed)
@@ -245,7 +247,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         if (held_by_index and wait_for_index) or not chosen or _left_behind(ctx, view, chosen[-1]):
             return [], held_by_index
         # a late task's file of an instant about to be archived would count as committed
-        remove_zombie_files(ctx, holding_lock=True)
+        remove_zombie_files(ctx, holding_lock=True, writers=writers)
         commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
         texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
         write_archive(ctx.storage, texts, ctx.timeline.archived_dir)
@@ -314,7 +316,8 @@ TMP_FILE_LIFETIME_S = 3600
 SWEEP_EVERY_S = 24 * 3600
 
 
-def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bool = False) -> List[str]:
+def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bool = False,
+                        writers: Optional[Writers] = None) -> List[str]:
     """Delete base files that no completed instant wrote and no writer in flight may still
     commit: a task attempt that wrote after its driver reconciled (speculation on a cluster,
     executors of a killed driver), or after its instant was rolled back. Every task writes a
@@ -329,15 +332,16 @@ def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bo
     deleting them, or a late task writing after a rollback, leaves some. And the temporary
     files of atomic writes (index files, state files) a killed process left before renaming
     them: those older than TMP_FILE_LIFETIME_S, which no write in progress has (a write
-    renames its file within seconds; the margin covers clocks that differ)."""
-    ctx.timeline.refresh()  # a writer that claimed before a pinned listing may have finished since
-    instants = ctx.timeline.instants()  # read before the listing: a later writer's files are newer
-    claims, tombstones = claims_by_state(ctx.storage)
-    in_flight = {i.timestamp for i in instants if not i.is_completed} | set(claims)
-    done = [i.timestamp for i in instants if i.is_completed]
+    renames its file within seconds; the margin covers clocks that differ), looked for by a
+    sweep only.
+    `writers`: the writers as the caller judged them (the clean, under its lock, just before);
+    judged here when None. An older judgement only leaves more alone: a writer claiming since
+    takes a time after every instant it judged completed."""
+    writers = writers or writers_now(ctx.storage, ctx.timeline)  # judged before the listing: a later writer's files are newer
+    instants, in_flight, done = writers.instants, writers.in_flight, writers.completed
     if not done:
         return []
-    for claim in tombstones:  # kept only so that the time was not handed out again
+    for claim in writers.tombstones:  # kept only so that the time was not handed out again
         if claim < done[-1]:
             ctx.storage.delete_file(writer_path(claim))
     settled = [t for t in ctx.storage.list_names(MARKERS_DIR) if t not in in_flight and t <= done[-1]]
