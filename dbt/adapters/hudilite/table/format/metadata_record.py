@@ -216,7 +216,8 @@ def location_of(record: dict) -> Location:
     info = record["recordIndexMetadata"]
     if info["fileIdEncoding"] == UUID_FILE_ID:
         bits = (info["fileIdHighBits"] & ((1 << 64) - 1)) << 64 | (info["fileIdLowBits"] & ((1 << 64) - 1))
-        file_id = f"{uuid.UUID(int=bits)}-{info['fileIndex']}"
+        # Hudi's writer stores a file id that is a bare UUID with fileIndex -1 (no `-<n>` suffix)
+        file_id = str(uuid.UUID(int=bits)) if info["fileIndex"] == -1 else f"{uuid.UUID(int=bits)}-{info['fileIndex']}"
     else:
         file_id = info["fileId"]
     return Location(info["partitionName"] or "", file_id)

@@ -18,6 +18,7 @@ import bisect
 import functools
 import hashlib
 import json
+import logging
 import posixpath
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -44,6 +45,8 @@ from ..metadata import record_index as metadata_record_index
 from ..metadata.record_index import RecordIndexFiles
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
+
+logger = logging.getLogger(__name__)
 
 CAUGHT_UP_FILE = "caught_up.json"  # another writer's commits taken from record_index (`catch_up`)
 ENTRIES_PER_SHARD = 2_000_000
@@ -396,15 +399,28 @@ class RecordIndex(TableIndex):
     def build(self, snapshot: DataFrame, view: FileSystemView, instant: str, num_shards: Optional[int] = None) -> int:
         """From the metadata table's record_index when it holds the keys (RFC-8's record index:
         this one is its cache; its entries at file groups not in `view` dropped), else from
-        `snapshot`'s keys. `num_shards` defaults to one per
-        ENTRIES_PER_SHARD entries. A build as of the instant of the current base (a rebuild)
-        deletes the base files of that instant it did not write: of shards it left empty, of
-        another format or hash."""
-        entries, built_from = self.record_index_entries([g.file_id for g in view.live_groups()]), "record_index"
-        if entries is None:
-            entries, built_from = entries_of(snapshot), "snapshot"
-        sharding = Sharding(num_shards or shards_for(snapshot.count()))  # a parquet count reads footers only
-        written = self._write(entries, instant, BASE, sharding, DIGESTS)
+        `snapshot`'s keys. A record_index that holds another number of live keys than the
+        snapshot's rows (half dropped by a writer that died, say), or that cannot be read, is
+        not taken: the snapshot is. `num_shards` defaults to one per ENTRIES_PER_SHARD entries.
+        A build as of the instant of the current base (a rebuild) deletes the base files of that
+        instant it did not write: of shards it left empty, of another format or hash."""
+        rows = snapshot.count()  # a parquet count reads footers only
+        sharding = Sharding(num_shards or shards_for(rows))
+        written, built_from = None, "record_index"
+        entries = self.record_index_entries(view)
+        if entries is not None:
+            try:
+                written = self._write(entries, instant, BASE, sharding, DIGESTS)
+            except Exception as err:  # noqa: BLE001 - a file group compacted away meanwhile, an unreadable file
+                logger.warning("record index at %s: record_index could not be read (%s); built from the snapshot",
+                               self.storage.base_path, str(err).splitlines()[0] if str(err) else type(err).__name__)
+            else:
+                if sum(written.values()) != rows:
+                    logger.warning("record index at %s: record_index holds %d live keys, the snapshot %d rows; "
+                                   "built from the snapshot", self.storage.base_path, sum(written.values()), rows)
+                    written = None
+        if written is None:
+            written, built_from = self._write(entries_of(snapshot), instant, BASE, sharding, DIGESTS), "snapshot"
         self.files.write_state(dict(sharding.state(), entry_key=DIGESTS, base_instant=instant,
                                     entries_at_build=sum(written.values()), built_from=built_from))
         self._delete_bases_not_written(instant, set(written))
@@ -478,9 +494,9 @@ class RecordIndex(TableIndex):
                .mapInArrow(functools.partial(metadata_record_index.write_task, files), "path string, size long, entries long"))
         return [r.asDict() for r in settled(self.spark, out.collect)]
 
-    def record_index_entries(self, live_ids: List[str]) -> Optional[DataFrame]:
-        """Every key the metadata table's record_index holds at one of `live_ids` (file groups)
-        as the completed data instants make it (key, file_id, deleted false), read on the
+    def record_index_entries(self, view: FileSystemView) -> Optional[DataFrame]:
+        """Every key the metadata table's record_index holds at a live file group of `view`, as
+        the completed data instants make it (key, file_id, deleted false), read on the
         executors, a task per file group; None when it holds none to read (not listed, or
         listed without file groups)."""
         reader = self.metadata_table.reader()
@@ -489,9 +505,10 @@ class RecordIndex(TableIndex):
         slices = [piece for _, piece in sorted(reader.slices(metadata_record_index.RECORD_INDEX).items())]
         if not slices:
             return None
-        task = functools.partial(metadata_record_index.entries_task, self.storage.base_path, reader.valid, slices,
-                                 frozenset(live_ids))
-        return self.spark.range(len(slices), numPartitions=len(slices)).mapInArrow(task, metadata_record_index.ENTRY_DDL)
+        task = functools.partial(metadata_record_index.entries_task, self.storage.base_path, reader.valid, slices)
+        entries = self.spark.range(len(slices), numPartitions=len(slices)).mapInArrow(task, metadata_record_index.ENTRY_DDL)
+        live = self.spark.createDataFrame([(g.file_id,) for g in view.live_groups()], "file_id string")
+        return entries.join(F.broadcast(live), "file_id").select("key", "file_id", "deleted")
 
     def check_record_index(self, snapshot: DataFrame, examples: int = 5) -> List[str]:
         """The metadata table's record_index must hold exactly the snapshot's keys, each at its
@@ -628,7 +645,7 @@ class RecordIndex(TableIndex):
             entries = self.entries(completed, view, state=state).select("key", "file_id", F.lit(False).alias("deleted"))
             written = set(self._write(entries, instant, BASE, sharding, DIGESTS))
         self._delete_bases_not_written(instant, written)  # of an earlier attempt at this instant
-        kept = {k: v for k, v in state.items() if k not in Sharding.STATE_KEYS}
+        kept = {k: v for k, v in state.items() if k not in Sharding.STATE_KEYS and k != "built_from"}  # of the base it replaces
         superseded = [p for per_shard in files.values() for _, p in per_shard]
         self.files.finish_compaction(dict(kept, **sharding.state(), entry_key=DIGESTS, base_instant=instant), superseded)
 

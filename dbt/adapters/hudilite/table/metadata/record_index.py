@@ -16,7 +16,7 @@ import math
 import posixpath
 import secrets
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -160,18 +160,15 @@ def base_paths(instant: str, num_shards: int, token: str) -> Tuple[str, ...]:
     return tuple(posixpath.join(FOLDER, hfile_name(file_group(shard), token, instant)) for shard in range(num_shards))
 
 
-def entries_task(base_path: str, valid: Validity, slices: List[FileSlice], live_ids: FrozenSet[str],
+def entries_task(base_path: str, valid: Validity, slices: List[FileSlice],
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: every live entry (key, file_id, deleted false) at one of `live_ids` of the
-    record_index file groups `slices[i]` for each i the rows name (`id`), as the driver judged
-    the instants."""
+    """Executor side: every live entry (key, file_id, deleted false) of the record_index file
+    groups `slices[i]` for each i the rows name (`id`), as the driver judged the instants."""
     reader = MetadataTableReader(Storage(base_path), valid)
-    live = pa.array(sorted(live_ids), pa.string())
     for batch in batches:
         for i in batch.column(0).to_pylist():
             rows, values = reader.folded_cells(RECORD_INDEX, slices[i])
             _, file_ids = metadata_record.locations_of(values)
             entries = pa.table({"key": rows.cast(pa.string()), "file_id": file_ids,
                                 "deleted": pa.array(np.zeros(len(rows), dtype=bool))}, schema=ENTRIES)
-            entries = entries.filter(pc.is_in(file_ids, value_set=live))
             yield from entries.to_batches(max_chunksize=ENTRIES_PER_BATCH)

@@ -219,7 +219,7 @@ def _archival_may_be_due(ctx: TableContext, keep_max_commits: int) -> bool:
     timeline, or instant files an archival that died left behind. Instants completed since the
     picture was taken only add to the count: at worst archival waits for the next run."""
     through = ctx.timeline.archived().through
-    if through is not None and any(i is not None and i.timestamp <= through
+    if through is not None and any(i is not None and i.timestamp <= through and i.state == COMPLETED
                                    for i in map(parse_instant_file_name, ctx.timeline.file_names())):
         return True
     return len(ctx.timeline.completed()) > keep_max_commits
