@@ -259,6 +259,36 @@ class Workloads:
         operation = f"upsert {size:,} random updates spread over every partition into {n:,} rows"
         self.add(Result(operation, sides["hudilite"], sides["delta-rs MERGE"], 1.0))
         self.add(Result(operation, sides["hudilite"], sides["Spark full-rewrite merge (parquet)"], 0.5))
+        self.index_rebuild(table, n)
+
+    def index_rebuild(self, table: HudiTable, n: int) -> None:
+        """hudilite's index (a cache of the metadata table's record_index) built again from
+        record_index, against built from the snapshot's keys (what a table without record_index
+        does). The same entries either way: the table's rows do not change."""
+        from dbt.adapters.hudilite.table.index.record_index import RecordIndex
+
+        shards = table.index.num_shards
+
+        def from_record_index(r):
+            return lambda: table.build_index(num_shards=shards)
+
+        def from_snapshot(r):
+            def build():
+                original = RecordIndex.record_index_entries
+                RecordIndex.record_index_entries = lambda self, live_ids: None  # as without record_index
+                try:
+                    table.build_index(num_shards=shards)
+                finally:
+                    RecordIndex.record_index_entries = original
+            return build
+
+        self.log(f"the record index's cache built again from record_index and from the snapshot ({n:,} keys)")
+        sides = alternate(self.spark, {"record_index": from_record_index, "snapshot": from_snapshot}, self.scale.rounds)
+        assert table.index.state()["built_from"] in ("record_index", "snapshot")
+        table.build_index(num_shards=shards)
+        assert table.index.state()["built_from"] == "record_index", "the table lists no record_index"
+        self.add(Result(f"record index cache rebuilt from the metadata table's record_index ({n:,} keys), "
+                        "against from the snapshot's keys", sides["record_index"], sides["snapshot"], 1.5))
 
     def scaling(self) -> None:
         size, days = self.scale.batch, 50
