@@ -404,10 +404,11 @@ class RecordIndex(TableIndex):
         not taken: the snapshot is. `num_shards` defaults to one per ENTRIES_PER_SHARD entries.
         A build as of the instant of the current base (a rebuild) deletes the base files of that
         instant it did not write: of shards it left empty, of another format or hash."""
-        rows = snapshot.count()  # a parquet count reads footers only
+        entries = self.record_index_entries(view)
+        # a parquet count reads footers only; a rebuild from the snapshot with its shard count needs none
+        rows = snapshot.count() if entries is not None or not num_shards else None
         sharding = Sharding(num_shards or shards_for(rows))
         written, built_from = None, "record_index"
-        entries = self.record_index_entries(view)
         if entries is not None:
             try:
                 written = self._write(entries, instant, BASE, sharding, DIGESTS)
