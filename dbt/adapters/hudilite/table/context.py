@@ -307,7 +307,9 @@ class TableContext:
         """A write's transaction. A write that began before the index existed (or before it was
         rebuilt with other shards) wrote no delta (or one in the old shards): it may not publish
         after such a change (its keys would be missing). Its schema is compared with that of
-        concurrent commits (`conflict.py`)."""
+        concurrent commits (`conflict.py`). A keyed write whose index lookups missed a commit of
+        another writer (Hudi's own, one that completed after `ensure_index`) is refused: it may
+        hold a key that commit stored."""
         self.check_writable()
         self.check_not_replaced()
         shards_at_start = _shards(self.index.state())
@@ -321,6 +323,9 @@ class TableContext:
             self.check_not_replaced()
             if _shards(self.index.state()) != shards_at_start:
                 return "the record index was built, resharded or rewritten in a new format while this write ran"
+            if not self.config.auto_keys and self.index.is_built() and self.foreign_commits():
+                return ("another writer (Hudi's own) committed while this write ran, after the record index was read. "
+                        "Run it again (write_retries retries it), which builds the index anew")
             for source, start in read_from.items():
                 if self.checkpoint(source) != start:
                     return (f"another write consumed the changes of {source} since this one read them (its checkpoint "
@@ -580,14 +585,7 @@ class TableContext:
 
     def commit(self, txn: WriteTransaction, operation: str, data_schema: T.StructType, stats: List[WriteStat],
                index_files: List[str], replaced: Optional[Dict[str, List[str]]] = None) -> str:
-        """Publish the instant: its write stats, replaced file groups, schema and index files.
-        A keyed write whose index lookups missed another writer's commit (one that completed
-        after `ensure_index`) is refused: it may hold a key that commit stored."""
-        self.timeline.refresh()  # what completed while the tasks ran, not the write's planning picture
-        if not self.config.auto_keys and self.index.is_built() and self.foreign_commits():
-            raise ConcurrentWriteError(
-                f"table {self.name}: another writer (Hudi's own) committed while this write ran, after the record index "
-                "was read; nothing was written. Run it again (write_retries retries it), which builds the index anew")
+        """Publish the instant: its write stats, replaced file groups, schema and index files."""
         metadata = CommitMetadata(
             operation=operation, write_stats=stats, replaced_file_ids=replaced or {},
             extra={**{CHECKPOINT_PREFIX + source: end for source, (_, end) in self.checkpoints.items()},

@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import posixpath
 import socket
 import threading
 import time
@@ -52,8 +53,12 @@ logger = logging.getLogger("hudilite")
 
 def marked_files(storage: Storage, instant: str) -> List[str]:
     """Data files (relative paths) that tasks of `instant` started to write."""
-    root = markers_dir(instant)
-    return sorted(p[: -len(".marker")] for p in storage.list_files_recursive(root) if p.endswith(".marker"))
+    return _marked(storage.list_files_recursive(markers_dir(instant)))
+
+
+def _marked(in_markers: Iterable[str]) -> List[str]:
+    """The files that a markers folder's listing (paths relative to it) announces."""
+    return sorted(p[: -len(".marker")] for p in in_markers if p.endswith(".marker"))
 
 
 def claimed_instants(storage: Storage) -> List[str]:
@@ -119,18 +124,28 @@ def first_write_in_flight(storage: Storage, timeline: Timeline) -> Tuple[List[st
     return writers.completed, writers.first_in_flight()
 
 
-def _claim_time(timeline: Timeline, owner: dict) -> str:
+def _claim_time(timeline: Timeline, owner: dict, claims: Optional[List[str]] = None) -> str:
     """A new instant time, later than every instant and claim, claimed exclusively. The
-    timeline stays pinned as listed for it (the caller's picture from then on)."""
+    timeline stays pinned as listed for it (the caller's picture from then on). `claims`: the
+    claims as the caller listed them just before it listed the timeline (`_list_writers`)."""
     storage = timeline.storage
     while True:
-        claims = claimed_instants(storage)
-        # Listed after the claims: a writer whose claim was gone by then has its instant there.
-        timeline.refresh()
+        if claims is None:
+            claims = _list_writers(timeline)
         seen = timeline.instant_times() + claims
         candidate = next_instant_time(max(seen) if seen else None)
         if storage.create_exclusive(writer_path(candidate), json.dumps(owner).encode()):
             return candidate
+        claims = None
+
+
+def _list_writers(timeline: Timeline) -> List[str]:
+    """The claimed instants, then the timeline listed afresh into the picture, in that order: a
+    writer whose claim was gone by the time the claims were listed has its instant on the timeline."""
+    claims = claimed_instants(timeline.storage)
+    timeline.refresh()
+    timeline.instant_times()
+    return claims
 
 
 def reserve_service_time(timeline: Timeline, action: str) -> str:
@@ -192,12 +207,14 @@ def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
     storage.write_bytes(writer_path(instant.timestamp), json.dumps({"state": ROLLED_BACK}).encode())
 
 
-def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float = HEARTBEAT_TIMEOUT_S) -> List[str]:
+def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float = HEARTBEAT_TIMEOUT_S,
+                          claims: Optional[List[str]] = None) -> List[str]:
     """Roll back the pending instants whose writer is gone, and the claims of writers that died
     before their instant reached the timeline (they would count as in flight for ever, holding
-    back changes reads and archival); live writers go on beside us."""
+    back changes reads and archival); live writers go on beside us. `claims`: the claimed
+    instants as listed before the caller's picture of the timeline (listed here when None)."""
     dead = [i for i in timeline.pending() if not _writer_is_alive(storage, i.timestamp, timeout_s)]
-    abandoned = _abandoned_claims(storage, timeline, timeout_s)
+    abandoned = _abandoned_claims(storage, timeline, timeout_s, claims)
     if not dead and not abandoned:
         return []
     rolled_back = []
@@ -213,9 +230,11 @@ def rollback_dead_writers(storage: Storage, timeline: Timeline, timeout_s: float
     return sorted(rolled_back)
 
 
-def _abandoned_claims(storage: Storage, timeline: Timeline, timeout_s: float) -> List[str]:
+def _abandoned_claims(storage: Storage, timeline: Timeline, timeout_s: float,
+                      claims: Optional[List[str]] = None) -> List[str]:
     on_timeline = {i.timestamp for i in timeline.instants()}
-    return [t for t in open_claims(storage) if t not in on_timeline and not _writer_is_alive(storage, t, timeout_s)]
+    off_timeline = [t for t in (claimed_instants(storage) if claims is None else claims) if t not in on_timeline]
+    return [t for t in off_timeline if not _rolled_back(storage, t) and not _writer_is_alive(storage, t, timeout_s)]
 
 
 class WriteTransaction:
@@ -245,6 +264,8 @@ class WriteTransaction:
         self._heartbeat: Optional[threading.Thread] = None
         self.completed = False
         self._requested = False  # its requested instant is on the timeline
+        self._others_in_flight = True
+        self._in_markers: List[str] = []  # the markers folder, as its commit listed it, and markers added since
         self.metadata_table = MetadataTable(storage)
         # From the start to the commit, the write plans on one listing of the timeline (with its
         # own transitions taken in), not one per question; the commit lists again under its lock.
@@ -265,9 +286,16 @@ class WriteTransaction:
         self._planning.close()  # the commit's checks read afresh under its lock
 
     def _begin(self) -> "WriteTransaction":
-        # Dead writers are looked for on the caller's picture (their rollback reads afresh under the lock).
-        rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s)
-        self.instant = self._claim()
+        # One listing of the claims and of the timeline, in that order, for both: dead writers
+        # (their rollback reads afresh under the lock) and the claim.
+        claims = _list_writers(self.timeline)
+        if rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s, claims):
+            claims = None  # the lock read the timeline afresh: after the claims no more
+        self.instant = self._claim(claims)
+        # Whether another writer was under way: only then may a commit complete before this
+        # one's lock that its conflict check would rather compare with before taking it.
+        self._others_in_flight = bool(set(claimed_instants(self.storage) if claims is None else claims) - {self.instant}
+                                      or self.timeline.pending())
         # From the listing the claim was made on, which the write plans on too: a commit after it
         # is not in `seen`, and is checked for conflicts (nothing slips by).
         self.seen = {i.timestamp for i in self.timeline.completed()}
@@ -282,9 +310,9 @@ class WriteTransaction:
         faults.reach("requested")
         return self
 
-    def _claim(self) -> str:
+    def _claim(self, claims: Optional[List[str]]) -> str:
         owner = {"host": socket.gethostname(), "pid": os.getpid(), "state": "writing"}
-        return _claim_time(self.timeline, owner)
+        return _claim_time(self.timeline, owner, claims)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_interval_s):
@@ -299,13 +327,16 @@ class WriteTransaction:
         apart), then, under the table lock, check for conflicts and publish.
         `record_index_planned`: the write wrote record_index logs (maybe none) among them."""
         self._end_planning()
-        with self.timeline.pinned():  # one listing before the lock, one under it
+        with self.timeline.pinned():
+            if self._others_in_flight:  # what they completed meanwhile is compared before the lock, and the rest under it
+                self.timeline.refresh()
             self._commit(metadata, private_files, record_index_planned)
 
     def _commit(self, metadata: CommitMetadata, private_files: Iterable[str], record_index_planned: bool) -> None:
         self._refuse_if_rolled_back()
         reported = {s.path for s in metadata.write_stats} | set(private_files)
-        for path in marked_files(self.storage, self.instant):
+        self._in_markers = self.storage.list_files_recursive(markers_dir(self.instant))
+        for path in _marked(self._in_markers):
             if path not in reported:  # a failed, retried or speculative attempt's file
                 self.storage.delete_file(path)
         sizes = {p: self._size(p) for p in reported if p.startswith(RECORD_INDEX_FOLDER + "/")}
@@ -351,7 +382,9 @@ class WriteTransaction:
     def _mark(self, path: str) -> None:
         """A marker for a file of this instant outside its tasks (the metadata table's): a
         rollback of the instant deletes it."""
-        self.storage.write_bytes(marker_path(self.instant, path), b"")
+        marker = marker_path(self.instant, path)
+        self.storage.write_bytes(marker, b"")
+        self._in_markers.append(posixpath.relpath(marker, markers_dir(self.instant)))
 
     def _published_after_all(self) -> bool:
         """Whether a publish that failed had landed after all. On an object store a PUT whose
@@ -422,8 +455,9 @@ class WriteTransaction:
         try:
             # The completed file is the commit, whatever interrupted the writer after its rename.
             if self.completed or self.timeline.is_published(self.instant, self.action):
-                self.storage.delete_dir(markers_dir(self.instant))
-                self.storage.delete_file(writer_path(self.instant))
+                # As listed at the commit: a late task's marker since stays for the cleaner to find.
+                listed = self._in_markers or self.storage.list_files_recursive(markers_dir(self.instant))
+                self.storage.delete_listed(markers_dir(self.instant), listed, [writer_path(self.instant)])
             else:
                 # A write that failed because another writer rolled it back (and deleted its
                 # files, an upsert's staged rows too) says so, whatever the failure looked like.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import posixpath
-from typing import Callable, ContextManager, Iterable, List, Optional, Set, Tuple
+from typing import Callable, ContextManager, Dict, Iterable, List, Optional, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -69,6 +69,18 @@ class IndexFiles:
                 out.append((parsed[0], posixpath.join(directory, name)))
         return sorted(out)
 
+    def visible_by_folder(self, base_instant: str, completed: Set[str]) -> Dict[str, List[Tuple[str, str]]]:
+        """`visible` for every folder under the root (its relative name: files of the root
+        itself under ""), from one listing of the whole index: one request on an object store
+        for up to 1,000 files, where a listing per folder costs one per shard."""
+        out: Dict[str, List[Tuple[str, str]]] = {}
+        for rel in self.storage.list_files_recursive(self.root):
+            folder, name = posixpath.split(rel)
+            parsed = parse_index_file_name(name)
+            if parsed is not None and is_visible(parsed, base_instant, completed):
+                out.setdefault(folder, []).append((parsed[0], posixpath.join(self.root, rel)))
+        return {folder: sorted(files) for folder, files in out.items()}
+
     def finish_compaction(self, state: dict, superseded: Iterable[str]) -> None:
         """Publish a compaction (its new base files are written): the state moves to the new
         base. The files it supersedes stay one generation, for readers that listed them before
@@ -92,6 +104,12 @@ def is_visible(parsed: Tuple[str, str], base_instant: str, completed: Set[str]) 
 def has_too_many_deltas(visible: List[Tuple[str, str]]) -> bool:
     """A base plus more than COMPACT_AFTER_DELTAS deltas: time to compact."""
     return len(visible) - 1 > COMPACT_AFTER_DELTAS
+
+
+def deltas_may_be_too_many(commits_after_base: int) -> bool:
+    """Whether some folder may hold too many deltas (`has_too_many_deltas`), told without a
+    listing: a commit writes at most one delta to a folder (the file is named by its instant)."""
+    return commits_after_base > COMPACT_AFTER_DELTAS
 
 
 def completed_set(completed, as_of: Optional[str] = None) -> Set[str]:

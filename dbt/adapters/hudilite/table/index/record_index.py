@@ -33,7 +33,7 @@ from pyspark.sql import types as T
 
 from ..format.file_group import FileSystemView
 from .table_index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
-from .files import BASE, DELTA, completed_set, has_too_many_deltas, write_index_file
+from .files import BASE, DELTA, completed_set, deltas_may_be_too_many, has_too_many_deltas, write_index_file
 from ..format.instant import Instant
 from ..storage.layout import RECORD_INDEX_DIR, TMP_DIR, index_file_name, record_index_shard_dir
 from ..spark.reader import literal_path
@@ -565,12 +565,9 @@ class RecordIndex(TableIndex):
         (`state`: the state file, when the caller has read it)."""
         state = state or self.state()
         done = completed_set(completed, as_of)
-        out: FilesByShard = {}
-        for shard in range(Sharding.of_state(state).num_shards):
-            files = self.files.visible(state["base_instant"], done, f"shard={shard}")
-            if files:
-                out[shard] = files
-        return out
+        by_folder = self.files.visible_by_folder(state["base_instant"], done)
+        shards = (by_folder.get(f"shard={shard}") for shard in range(Sharding.of_state(state).num_shards))
+        return {shard: files for shard, files in enumerate(shards) if files}
 
     def lookup_plan(self, completed: List[Instant], default_shards: int) -> LookupPlan:
         """Before the index is built (an empty table) every key is new: `default_shards` shards, no files."""
@@ -624,6 +621,9 @@ class RecordIndex(TableIndex):
         return found & {g.file_id for g in view.live_groups()} if found else set()
 
     def needs_compaction(self, completed: List[Instant]) -> bool:
+        base = self.state()["base_instant"]
+        if not deltas_may_be_too_many(len([i for i in completed if i.timestamp > base])):
+            return False
         return any(has_too_many_deltas(files) for files in self.visible_files(completed).values())
 
     def compact(self, completed: List[Instant], view: FileSystemView) -> None:

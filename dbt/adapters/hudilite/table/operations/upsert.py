@@ -50,7 +50,7 @@ from ..index.files import DELTA
 from ..metadata import record_index
 from ..format.instant import COMMIT
 from ..format.keygen import VirtualKeys
-from ..storage.layout import staged_dir, staged_path
+from ..storage.layout import staged_path
 from ..spark.placement import pack
 from ..index.record_index import ENTRY_SCHEMA, LookupPlan, RecordIndex, live_holders, write_shards
 from ..format.rows import ROW_INDEX, insert_layout
@@ -461,11 +461,9 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
         batch = keyed_batch(ctx, df, data_schema)
         plan = index.lookup_plan(ctx.timeline.completed(), shuffle_partitions(ctx.spark))
         current = {g.file_id: g for g in view.live_groups()}
-        try:
-            stats, inserted, index_files = _write(ctx, txn.instant, batch, plan, current, data_schema, update_columns,
-                                                  predicates, predicate_alias)
-        finally:  # the staged rows are read by now: they need not wait for the markers' cleanup
-            ctx.storage.delete_dir(staged_dir(txn.instant))
+        # Its staged rows go with its markers folder (`staged_dir`), after the commit or with a rollback.
+        stats, inserted, index_files = _write(ctx, txn.instant, batch, plan, current, data_schema, update_columns,
+                                              predicates, predicate_alias)
         if not stats and data_schema == ctx.committed_schema():
             return None  # nothing changed: no instant (the transaction rolls it back)
         ctx.commit(txn, operation, data_schema, stats, index_files)

@@ -177,8 +177,40 @@ def run_services(ctx: TableContext, services: TableServices) -> None:
                 cluster(ctx, services.cluster_by)
             except ConcurrentWriteError as err:  # a write to the same file groups won; the next run clusters
                 logger.warning("table %s: clustering gave way to a concurrent write: %s", ctx.name, err)
-        clean(ctx, services.clean_policy)
+        clean_if_due(ctx, services.clean_policy)
         archive(ctx, services.keep_min_commits, services.keep_max_commits)
+
+
+def clean_if_due(ctx: TableContext, policy: CleanPolicy) -> Optional[CleanPlan]:
+    """The clean after a write (`run_services`): only when the caller's picture of the timeline
+    shows something to do, or the daily sweep is due, so that a write with nothing to clean takes
+    no lock and lists nothing more. A picture older than the lock's only delays a clean to the
+    next run. Markers folders that failed writes left are looked at by the clean that runs,
+    by archival (always, before instants go) and by `hudilite clean`."""
+    sweep = _sweep_due(ctx)
+    return clean(ctx, policy, sweep) if sweep or _clean_may_be_due(ctx, policy) else None
+
+
+def _clean_may_be_due(ctx: TableContext, policy: CleanPolicy) -> bool:
+    """Whether `clean` would do anything, judged on the caller's picture without the lock: an
+    unfinished clean or savepoint drop, or files to delete. Claims are not read: they only hold
+    more instants back, and a plan over fewer settled instants deletes no more."""
+    timeline = ctx.timeline
+    if any(not i.is_completed for i in timeline.service_instants(CLEAN)) or unfinished_savepoints(timeline):
+        return True
+    instants = timeline.instants()
+    pending = [i.timestamp for i in instants if not i.is_completed]
+    settled = [i.timestamp for i in instants if i.is_completed and (not pending or i.timestamp < pending[0])]
+    view = timeline.view(settled[-1] if settled and pending else None)
+    return bool(_plan(ctx, view, settled, policy).files_to_delete)
+
+
+def _sweep_due(ctx: TableContext) -> bool:
+    """Whether a day went by since the last sweep of the whole table (or there was none)."""
+    try:
+        return time.time() - ctx.storage.mtime_seconds(LAST_SWEEP) >= SWEEP_EVERY_S
+    except FileNotFoundError:
+        return True
 
 
 def clustering_due(ctx: TableContext, every: int) -> bool:
@@ -345,10 +377,7 @@ def remove_zombie_files(ctx: TableContext, sweep: bool = False, holding_lock: bo
         if claim < done[-1]:
             ctx.storage.delete_file(writer_path(claim))
     settled = [t for t in ctx.storage.list_names(MARKERS_DIR) if t not in in_flight and t <= done[-1]]
-    try:
-        sweep = sweep or time.time() - ctx.storage.mtime_seconds(LAST_SWEEP) >= SWEEP_EVERY_S
-    except FileNotFoundError:
-        sweep = True
+    sweep = sweep or _sweep_due(ctx)
     if sweep:
         ctx.storage.write_text(LAST_SWEEP, str(time.time()))  # before the listing: files after it are the next one's
         candidates = files_outside_hoodie(ctx.storage.list_files_with_sizes(""))

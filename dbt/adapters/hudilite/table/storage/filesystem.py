@@ -14,7 +14,7 @@ import os
 import posixpath
 import threading
 import uuid
-from typing import Any, Callable, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Hashable, Iterable, List, Optional, Tuple
 
 import pyarrow.fs as pafs
 
@@ -249,6 +249,14 @@ class Storage:
             self._fs.delete_dir(self.full_path(rel))
         except FileNotFoundError:
             pass
+
+    def delete_listed(self, rel: str, listed: Iterable[str], files: Iterable[str] = ()) -> None:
+        """Delete the folder `rel`, whose files (`listed`, relative to it) the caller knows, and
+        the `files`. A file system removes the folder; an object store deletes those keys
+        without listing again, so a file added since stays (for whoever looks next)."""
+        self.delete_dir(rel)
+        for path in files:
+            self.delete_file(path)
 
     def move_dir(self, src: str, dst: str, last: str = "") -> None:
         """Move the folder `src` to `dst`, which must not exist: one rename, all or nothing.

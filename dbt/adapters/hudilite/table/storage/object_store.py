@@ -421,6 +421,9 @@ class ObjectStorage(Storage):
         """Every object under `rel` (there is no folder to remove), 1,000 keys a request."""
         self.delete_keys([o["path"] for o in self._objects(rel)])
 
+    def delete_listed(self, rel: str, listed: Iterable[str], files: Iterable[str] = ()) -> None:
+        self.delete_keys([self.key(posixpath.join(rel, p)) for p in listed] + [self.key(p) for p in files])
+
     # ---- moves -------------------------------------------------------------------------
     def move_dir(self, src: str, dst: str, last: str = "") -> None:
         """Copy every object under `src` to the same place under `dst` (server-side copies,
