@@ -131,8 +131,9 @@ def requests_per_commit(spark, log: Callable[[str], None], quick: bool, events,
 
     def filler(n):
         df = events((n * 7919) % (rows - batch), batch, f"filler-{n}")
-        table.upsert(df)
-        table.run_services()
+        with table.pinned():  # as dbt runs a model's write and its services
+            table.upsert(df)
+            table.run_services()
 
     for point in points:
         log(f"s3: requests per commit: small upserts up to {point} commits of history")
@@ -143,10 +144,11 @@ def requests_per_commit(spark, log: Callable[[str], None], quick: bool, events,
                               lambda: table.upsert(events((commits * 104729) % (rows - batch), batch, f"counted-{commits}"))),
                              (f"append of {batch} new rows (keyed)",
                               lambda: table.insert(events(appended, batch, f"counted-{commits}")))):
-            start = counter.mark()
-            sample = timed(spark, write)
-            middle = counter.mark()
-            table.run_services()
+            with table.pinned():  # as dbt runs a model's write and its services: on one picture
+                start = counter.mark()
+                sample = timed(spark, write)
+                middle = counter.mark()
+                table.run_services()
             requests = counter.since(start)  # the write's, then the services'
             commits += 1
             if label.startswith("append"):

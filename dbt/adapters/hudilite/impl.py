@@ -298,36 +298,39 @@ class HudiliteAdapter(SparkAdapter):
                                          virtual_keys=plan.populate_meta_fields is False)
             except Exception as err:  # nothing of ours to clean up: the table is not created
                 raise _dbt_error(config, err) from None
-        table.checkpoints = self._checkpoints.pop((schema, name), {})
-        try:
-            instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df, constraints, config.name))
-        except Exception as err:
+        # The write and the services after it on one picture of the table: the services judge
+        # on what the commit saw under its lock, and list or lock again only for work.
+        with table.pinned():
+            table.checkpoints = self._checkpoints.pop((schema, name), {})
+            try:
+                instant = _with_retries(plan.write_retries, lambda: self._carry_out(plan, table, df, constraints, config.name))
+            except Exception as err:
+                if beside:
+                    catalog.swaps.discard(schema, name)
+                elif plan.operation == m.CREATE:  # a failed first build leaves no table behind
+                    catalog.drop_table(schema, name)
+                raise _dbt_error(config, err) from None
+            finally:
+                table.checkpoints = {}
             if beside:
-                catalog.swaps.discard(schema, name)
-            elif plan.operation == m.CREATE:  # a failed first build leaves no table behind
-                catalog.drop_table(schema, name)
-            raise _dbt_error(config, err) from None
-        finally:
-            table.checkpoints = {}
-        if beside:
-            table = catalog.swap_in(schema, name, instant)
-        if was_view:  # the model was a view before: the table takes its place once it holds the rows
-            catalog.drop_view(schema, name)
-        catalog.register(schema, name, table)
-        if instant is None:
-            return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
-        metadata = table.commit_metadata(instant)
-        try:
-            table.run_services(plan.services)
-        except Exception as err:  # noqa: BLE001 - the build is committed; the next one runs them again
-            logger.warning(f"model '{config.name}': table services after the commit failed, the next build runs them "
-                           f"again: {err}")
-        return {
-            "message": f"{metadata.operation} {metadata.num_writes} rows at {instant}",
-            "code": metadata.operation,
-            "rows": metadata.num_writes,
-            "instant": instant,
-        }
+                table = catalog.swap_in(schema, name, instant)
+            if was_view:  # the model was a view before: the table takes its place once it holds the rows
+                catalog.drop_view(schema, name)
+            catalog.register(schema, name, table)
+            if instant is None:
+                return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
+            metadata = table.commit_metadata(instant)
+            try:
+                table.run_services(plan.services)
+            except Exception as err:  # noqa: BLE001 - the build is committed; the next one runs them again
+                logger.warning(f"model '{config.name}': table services after the commit failed, the next build runs them "
+                               f"again: {err}")
+            return {
+                "message": f"{metadata.operation} {metadata.num_writes} rows at {instant}",
+                "code": metadata.operation,
+                "rows": metadata.num_writes,
+                "instant": instant,
+            }
 
     @staticmethod
     def _carry_out(plan: m.BuildPlan, table: HudiTable, df, constraints: Sequence[m.RowConstraint] = (),
@@ -335,6 +338,7 @@ class HudiliteAdapter(SparkAdapter):
         """The plan's write, its rows checked against `constraints` as they are written;
         returns its instant."""
         table.file_sizing = plan.file_sizing
+        table.context.storage.refresh()  # an attempt after a conflict plans on the table as it is now
         if plan.operation == m.CREATE:
             df = _enforce(df, constraints)
             return table.upsert(df) if plan.record_key else table.insert(df)

@@ -370,6 +370,13 @@ class HudiTable:
         replacecommit, operation CLUSTER); returns the instant, None when nothing is small."""
         return clustering.cluster(self.context, list(cluster_by))
 
+    def pinned(self):
+        """One picture of the table's small state (the timeline's listing, its properties, the
+        index's state) for what runs inside: a write and the services after it then judge on
+        the picture its commit took under the lock, and the services list nothing again. Every
+        table lock still reads afresh."""
+        return self.context.timeline.pinned()
+
     def run_services(self, services: maintenance.TableServices = maintenance.TableServices()) -> None:
         """The table services Hudi's writer runs inline after a commit: clustering when due,
         the cleaner, archival."""

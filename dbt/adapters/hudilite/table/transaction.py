@@ -32,7 +32,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from .storage import faults
 from .format.commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
-from .errors import ConcurrentWriteError, CorruptTableError
+from .errors import ConcurrentWriteError
+from .metadata.timeline import instant_files
 from .format.instant import INFLIGHT, RESTORE, Instant, next_instant_time
 from .metadata.record_index import FOLDER as RECORD_INDEX_FOLDER
 from .metadata.table import MetadataTable
@@ -200,7 +201,8 @@ def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
     metadata_table = MetadataTable(storage)
     for path in marked_files(storage, instant.timestamp):
         if metadata_table.written_by(path, instant.timestamp):
-            storage.delete_file(path)
+            for each in instant_files(path):
+                storage.delete_file(each)
     storage.delete_dir(markers_dir(instant.timestamp))
     timeline.delete_pending(instant)
     # The claim stays as a tombstone so the instant time is never handed out again.
@@ -333,26 +335,26 @@ class WriteTransaction:
             self._commit(metadata, private_files, record_index_planned)
 
     def _commit(self, metadata: CommitMetadata, private_files: Iterable[str], record_index_planned: bool) -> None:
-        self._refuse_if_rolled_back()
         reported = {s.path for s in metadata.write_stats} | set(private_files)
         self._in_markers = self.storage.list_files_recursive(markers_dir(self.instant))
         for path in _marked(self._in_markers):
             if path not in reported:  # a failed, retried or speculative attempt's file
                 self.storage.delete_file(path)
+        # The record_index logs' sizes go into the metadata table. The data files are not looked
+        # for again: a task reports a file once its upload completed, and what else could take it
+        # away (a rollback by another writer, a restore) is refused under the lock.
         sizes = {p: self._size(p) for p in reported if p.startswith(RECORD_INDEX_FOLDER + "/")}
-        missing = [p for p in sorted(reported) if (sizes[p] is None if p in sizes else not self.storage.is_file(p))]
-        if missing:
+        if any(size is None for size in sizes.values()):
+            self._refuse_if_rolled_back()  # a rollback deletes them too
             self._refuse_if_restored()  # a restore drops the metadata table, with this write's record_index logs
-            if all(p in sizes for p in missing):
-                raise ConcurrentWriteError(f"instant {self.instant}: the metadata table was dropped or rebuilt while "
-                                           "this write ran; nothing of it was published")
-            raise CorruptTableError(f"instant {self.instant}: tasks reported files that are not on storage: {missing[:5]}")
+            raise ConcurrentWriteError(f"instant {self.instant}: the metadata table was dropped or rebuilt while "
+                                       "this write ran; nothing of it was published")
         faults.reach("before_publish")
         # Most of the comparison runs before the lock (reading keys can take a while); under it,
         # only the instants that completed since.
         checked = self._check_conflicts(metadata, set())
         with TableLock(self.storage):  # the timeline read afresh: what completed up to the lock
-            self._refuse_if_rolled_back()
+            self._refuse_if_rolled_back()  # only here: a rollback takes this lock too
             self._refuse_if_restored()
             self._check_conflicts(metadata, checked)
             reason = self.check() if self.check else None

@@ -258,6 +258,7 @@ class Timeline:
     def complete(self, timestamp: str, action: str, metadata: CommitMetadata) -> None:
         body = metadata.to_json(is_replace=action != "commit").encode("utf-8")
         self._publish(self._path(timestamp, action, COMPLETED), body)
+        self._metadata_cache[timestamp] = CommitMetadata.from_json(body.decode("utf-8"))  # as a reader would read it
 
     def _publish(self, path: str, body: bytes) -> None:
         """A completed instant, created only if absent: never replaced (`Storage.publish`)."""

@@ -27,6 +27,17 @@ def parse(name: str) -> Optional[Tuple[str, str, str]]:
     return (m[1], m[2], m[3] or "") if m else None
 
 
+def instant_files(path: str) -> List[str]:
+    """The files a marker of `path` stands for: a completed instant of this timeline stands for
+    its requested and inflight files too (newest state first, the order a rollback deletes
+    them in); any other file for itself."""
+    folder, name = posixpath.split(path)
+    parsed = parse(name) if folder == TIMELINE_DIR else None
+    if parsed is None or parsed[2]:
+        return [path]
+    return [path, path + ".inflight", path + ".requested"]
+
+
 class MetadataTimeline:
     def __init__(self, storage: Storage):
         self.storage = storage

@@ -173,13 +173,15 @@ class MetadataTableWriter:
                     record_index_logs: Optional[Dict[str, int]] = None) -> int:
         """Deltacommit `instant` of `files` records and of the `record_index` log files its tasks
         wrote (path to size). `on_file(path)` is told of each file before it is written (the
-        caller's markers: a rollback of the data instant removes them). Returns how many log
-        files the `files` slice has now (0 when an earlier attempt recorded it)."""
-        if self.storage.is_file(self._timeline_path(instant, DELTA_COMMIT)):
-            return 0  # recorded by an earlier attempt (a clean finished by the next cleaner)
+        caller's markers: a rollback of the data instant removes them; the completed instant's
+        path stands for its three files, `instant_files`). Given `on_file`, the instant is a
+        new one (a data instant's); without, it may have been recorded by an earlier attempt (a
+        clean finished by the next cleaner). Returns how many log files the `files` slice has
+        now (0 when an earlier attempt recorded it)."""
         if on_file is not None:
-            for suffix in (".requested", ".inflight", ""):
-                on_file(self._timeline_path(instant, DELTA_COMMIT, suffix))
+            on_file(self._timeline_path(instant, DELTA_COMMIT))
+        elif self.storage.is_file(self._timeline_path(instant, DELTA_COMMIT)):
+            return 0
         self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".requested"), b"")
         block = log_format.LogBlock(HFILE_DATA_BLOCK, {log_format.INSTANT_TIME: instant, log_format.SCHEMA: SCHEMA_JSON},
                                     hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}))

@@ -221,7 +221,8 @@ class _OpenBaseFile:
         self.path = relative_file_path(partition, self.name)
         meta = [pa.field(name, pa.string()) for name in META_COLUMNS]
         self.schema = pa.schema(meta + data_fields)
-        _ensure_partition_metadata(storage, partition, spec)
+        if prev_commit is None:  # a slice of an existing file group: its partition has the file
+            _ensure_partition_metadata(storage, partition, spec)
         storage.write_bytes(marker_path(spec.instant, self.path), b"")  # before the file: rollback finds it
         self.sink = storage.open_output(self.path)
         self.writer: Optional[pq.ParquetWriter] = None  # made at the first row group (`_writer`)
@@ -297,6 +298,7 @@ class _OpenBaseFile:
         elif self.footer:
             writer.add_key_value_metadata(self.footer)
         writer.close()
+        size = self.sink.tell()  # what went up: no request to ask the store
         self.sink.close()
         if self.prev_commit is None:  # a new file group
             inserts, updates = self.rows, 0
@@ -309,7 +311,7 @@ class _OpenBaseFile:
             "prev_commit": self.prev_commit, "num_writes": self.rows,
             "num_inserts": inserts, "num_update_writes": updates,
             "num_deletes": self.deletes,
-            "file_size": self.storage.size(self.path),
+            "file_size": size,
         }
 
 

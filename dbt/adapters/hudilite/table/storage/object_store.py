@@ -52,6 +52,7 @@ from .object_store_client import (GCS_SCHEMES, S3_SCHEMES, first_line, is_object
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1,000 keys
 COPY_THREADS = 16  # server-side copies in flight when a folder moves
 UPLOAD_BUFFER_BYTES = 16 * 1024 * 1024  # one PUT below it; parts of this size above it
+TAIL_BYTES = 1024 * 1024  # a read's first GET: the object's end, whole when it is no larger
 PUBLISH_ATTEMPTS = 6  # a publishing PUT: each attempt sent by the seam, after its own lease check
 
 _verified: Dict[Tuple, bool] = {}
@@ -129,25 +130,49 @@ class _Abort(Exception):
 
 
 class _Reader:
-    """A random-access read-only file over one object (ranged GETs), for pyarrow."""
+    """A random-access read-only file over one object, for pyarrow. The first request fetches
+    the object's last TAIL_BYTES, which tells its size: a small object (an index file, staged
+    rows, a small base file) is then read whole from that one GET, and a Parquet file's footer
+    always is. Below the tail, ranged GETs through a buffered reader, opened at the first such read."""
 
     def __init__(self, store, key: str):
         import obstore
-        self._reader = obstore.open_reader(store, key, buffer_size=1024 * 1024)
+        self._store, self._key = store, key
+        try:
+            tail = retrying(lambda: obstore.get(store, key, options={"range": {"suffix": TAIL_BYTES}}))
+            self._tail_start, self._tail = tail.range[0], memoryview(tail.bytes())
+            self._size = tail.meta["size"]
+        except OSError as err:
+            if isinstance(err, (FileNotFoundError, PermissionError)):
+                raise
+            # An empty object has no range to answer with: the store sends it all (nothing).
+            self._tail_start, self._tail = 0, memoryview(retrying(lambda: obstore.get(store, key)).bytes())
+            self._size = len(self._tail)
+        self._below = None  # obstore's buffered reader, for what lies before the tail
+        self._position = 0
         self.closed = False
 
     def read(self, size: int = -1):
-        data = self._reader.read(None if size is None or size < 0 else size)
-        return memoryview(data)
+        end = self._size if size is None or size < 0 else min(self._size, self._position + size)
+        start, self._position = self._position, max(self._position, end)
+        if start >= self._tail_start:
+            return self._tail[start - self._tail_start:end - self._tail_start]
+        if self._below is None:
+            import obstore
+            self._below = obstore.open_reader(self._store, self._key, buffer_size=1024 * 1024)
+        self._below.seek(start)
+        return memoryview(self._below.read(end - start))
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        return self._reader.seek(offset, whence)
+        base = {0: 0, 1: self._position, 2: self._size}[whence]
+        self._position = base + offset
+        return self._position
 
     def tell(self) -> int:
-        return self._reader.tell()
+        return self._position
 
     def size(self) -> int:
-        return self._reader.size
+        return self._size
 
     def readable(self) -> bool:
         return True
@@ -158,7 +183,8 @@ class _Reader:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self._reader.close()
+            if self._below is not None:
+                self._below.close()
 
 
 class ObjectStorage(Storage):
