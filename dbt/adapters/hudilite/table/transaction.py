@@ -345,7 +345,8 @@ class WriteTransaction:
         # away (a rollback by another writer, a restore) is refused under the lock.
         sizes = {p: self._size(p) for p in reported if p.startswith(RECORD_INDEX_FOLDER + "/")}
         if any(size is None for size in sizes.values()):
-            self._refuse_if_rolled_back()  # a rollback deletes them too
+            self.timeline.refresh()  # what took them: a rollback by another writer, a restore, a rebuild
+            self._refuse_if_rolled_back()
             self._refuse_if_restored()  # a restore drops the metadata table, with this write's record_index logs
             raise ConcurrentWriteError(f"instant {self.instant}: the metadata table was dropped or rebuilt while "
                                        "this write ran; nothing of it was published")

@@ -486,6 +486,11 @@ class RecordIndex(TableIndex):
         locations = {s.fileId: (s.partitionPath, instant) for s in change.written}
         return RecordIndexFiles(self.storage.base_path, instant, paths, locations)
 
+    def plan_no_record_index_logs(self, instant: str) -> None:
+        """A write of `instant` that changed no key's location commits with no record_index log
+        (`record_index_planned`), without the listings that name the logs of one that does."""
+        self.record_index_planned.add(instant)
+
     def write_record_index(self, files: RecordIndexFiles, entries: DataFrame) -> List[dict]:
         """Each shard's file of `entries` (key, file_id, deleted), a task per shard with entries:
         (path, size, entries) of each."""

@@ -536,7 +536,9 @@ def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: 
     entries = rows.filter(is_entry)
     entries = pa.table({"key": entries.column("entry_key"), "file_id": entries.column("file_id"),
                         "deleted": entries.column("entry_deleted"), "shard": entries.column("entry_shard")})
-    if listed:
+    if listed and not entries.num_rows:  # no key inserted, moved or deleted: nothing to name logs for
+        ctx.index.plan_no_record_index_logs(spec.instant)
+    elif listed:
         files = ctx.index.record_index_files(spec.instant, IndexChange(written=stats))
         if files is not None:
             index_files += [w["path"] for w in record_index.write_shards(files, entries.drop(["shard"]), ctx.storage)]
