@@ -149,10 +149,12 @@ def _list_writers(timeline: Timeline) -> List[str]:
     return claims
 
 
-def reserve_service_time(timeline: Timeline, action: str) -> str:
+def reserve_service_time(timeline: Timeline, action: str, writers: Optional["Writers"] = None) -> str:
     """An instant time for a table service (clean, restore): claimed like a write's, and a
-    tombstone from the start, since no write will publish under it."""
-    return _claim_time(timeline, {"state": ROLLED_BACK, "service": action})
+    tombstone from the start, since no write will publish under it. `writers`: as the caller
+    judged them just before (`writers_now`: the claims, then the timeline), so not listed again."""
+    claims = None if writers is None else sorted(writers.claims | set(writers.tombstones))
+    return _claim_time(timeline, {"state": ROLLED_BACK, "service": action}, claims)
 
 
 def _writer_is_alive(storage: Storage, instant: str, timeout_s: float) -> bool:
@@ -266,7 +268,6 @@ class WriteTransaction:
         self._heartbeat: Optional[threading.Thread] = None
         self.completed = False
         self._requested = False  # its requested instant is on the timeline
-        self._others_in_flight = True
         self._in_markers: List[str] = []  # the markers folder, as its commit listed it, and markers added since
         self.metadata_table = MetadataTable(storage)
         # From the start to the commit, the write plans on one listing of the timeline (with its
@@ -288,22 +289,18 @@ class WriteTransaction:
         self._planning.close()  # the commit's checks read afresh under its lock
 
     def _begin(self) -> "WriteTransaction":
-        # One listing of the claims and of the timeline, in that order, for both: dead writers
-        # (their rollback reads afresh under the lock) and the claim.
+        # One listing of the claims and of the timeline, in that order, for the claim, right
+        # after it (the window that keeps claim times in order stays short), and then for dead
+        # writers (their rollback reads afresh under the lock).
         claims = _list_writers(self.timeline)
-        if rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s, claims):
-            claims = None  # the lock read the timeline afresh: after the claims no more
         self.instant = self._claim(claims)
-        # Whether another writer was under way: only then may a commit complete before this
-        # one's lock that its conflict check would rather compare with before taking it.
-        self._others_in_flight = bool(set(claimed_instants(self.storage) if claims is None else claims) - {self.instant}
-                                      or self.timeline.pending())
+        _active_in_this_process.add(self.instant)
         # From the listing the claim was made on, which the write plans on too: a commit after it
         # is not in `seen`, and is checked for conflicts (nothing slips by).
         self.seen = {i.timestamp for i in self.timeline.completed()}
         # Only restores complete by now: one still running may yet rebuild what this write reads.
         self.restores_seen = {i.timestamp for i in self.timeline.service_instants(RESTORE) if i.is_completed}
-        _active_in_this_process.add(self.instant)
+        rollback_dead_writers(self.storage, self.timeline, self.heartbeat_timeout_s, claims)
         self._heartbeat = threading.Thread(target=self._beat, name=f"hudilite-heartbeat-{self.instant}", daemon=True)
         self._heartbeat.start()
         self.timeline.create_requested(self.instant, self.action)
@@ -330,8 +327,9 @@ class WriteTransaction:
         `record_index_planned`: the write wrote record_index logs (maybe none) among them."""
         self._end_planning()
         with self.timeline.pinned():
-            if self._others_in_flight:  # what they completed meanwhile is compared before the lock, and the rest under it
-                self.timeline.refresh()
+            # What completed while the tasks ran is compared before the lock (reading keys can
+            # take a while), and only what completed since under it.
+            self.timeline.refresh()
             self._commit(metadata, private_files, record_index_planned)
 
     def _commit(self, metadata: CommitMetadata, private_files: Iterable[str], record_index_planned: bool) -> None:
@@ -458,7 +456,8 @@ class WriteTransaction:
         try:
             # The completed file is the commit, whatever interrupted the writer after its rename.
             if self.completed or self.timeline.is_published(self.instant, self.action):
-                # As listed at the commit: a late task's marker since stays for the cleaner to find.
+                # As listed at the commit: on an object store a late task's marker since stays for
+                # the cleaner to find (a file system drops the folder; the daily sweep finds its file).
                 listed = self._in_markers or self.storage.list_files_recursive(markers_dir(self.instant))
                 self.storage.delete_listed(markers_dir(self.instant), listed, [writer_path(self.instant)])
             else:

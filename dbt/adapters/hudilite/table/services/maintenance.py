@@ -59,7 +59,7 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
         view = ctx.timeline.view(settled[-1] if settled and in_flight else None)
         plan = _plan(ctx, view, settled, policy)
         if plan.files_to_delete:
-            instant = Instant(reserve_service_time(ctx.timeline, CLEAN), CLEAN, REQUESTED)
+            instant = Instant(reserve_service_time(ctx.timeline, CLEAN, writers), CLEAN, REQUESTED)
             record = cleaner_plan_record(plan, {i.timestamp: i.action for i in ctx.timeline.completed()}, ctx.storage)
             ctx.timeline.write_service_instant(instant, CLEANER_PLAN, record)  # from here on, older instants are unreadable
             ctx.timeline.write_service_instant(replace(instant, state=INFLIGHT), CLEANER_PLAN, record)
@@ -92,14 +92,11 @@ def _finish_clean(ctx: TableContext, instant: Instant, last_completed: str) -> N
     outcome = {}
     for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
         names = [posixpath.basename(info["filePath"]) for info in infos]
-        deleted = []
-        for name in names:
-            path = posixpath.join(partition, name) if partition else name
-            if ctx.storage.is_file(path):
-                ctx.storage.delete_file(path)
-                deleted.append(name)
-            faults.reach("clean")
-        outcome[partition] = (names, deleted)
+        # One request per partition on an object store; a file an earlier attempt deleted is
+        # gone all the same, so every planned file counts as deleted.
+        ctx.storage.delete_files([posixpath.join(partition, name) if partition else name for name in names])
+        faults.reach("clean")
+        outcome[partition] = (names, names)
     earliest = plan["earliestInstantToRetain"]
     record = clean_metadata_record(instant.timestamp, plan["policy"], earliest["timestamp"] if earliest else "",
                                    last_completed, outcome, int((time.time() - begun) * 1000))
@@ -127,8 +124,8 @@ def cleaner_plan_record(plan: CleanPlan, actions: dict, storage) -> dict:
 
 def clean_metadata_record(instant: str, policy: str, earliest: str, last_completed: str, outcome: dict,
                           took_ms: int) -> dict:
-    """A HoodieCleanMetadata: per partition, the files planned and the files this clean deleted
-    (one that an earlier attempt deleted counts as planned only)."""
+    """A HoodieCleanMetadata: per partition, the files planned and the files deleted (all of
+    them: a file that an earlier attempt deleted is not asked for again)."""
     return {
         "policy": policy, "startCleanTime": instant, "timeTakenInMillis": took_ms,
         "totalFilesDeleted": sum(len(deleted) for _, deleted in outcome.values()),

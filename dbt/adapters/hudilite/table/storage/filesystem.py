@@ -250,13 +250,17 @@ class Storage:
         except FileNotFoundError:
             pass
 
+    def delete_files(self, paths: Iterable[str]) -> None:
+        """Delete these files (one request per 1,000 on an object store); a missing one is no error."""
+        for path in paths:
+            self.delete_file(path)
+
     def delete_listed(self, rel: str, listed: Iterable[str], files: Iterable[str] = ()) -> None:
         """Delete the folder `rel`, whose files (`listed`, relative to it) the caller knows, and
         the `files`. A file system removes the folder; an object store deletes those keys
         without listing again, so a file added since stays (for whoever looks next)."""
         self.delete_dir(rel)
-        for path in files:
-            self.delete_file(path)
+        self.delete_files(files)
 
     def move_dir(self, src: str, dst: str, last: str = "") -> None:
         """Move the folder `src` to `dst`, which must not exist: one rename, all or nothing.

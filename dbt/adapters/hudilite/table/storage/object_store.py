@@ -46,8 +46,8 @@ import pyarrow as pa
 from ..errors import ConcurrentWriteError, HudiliteError
 from .filesystem import Storage, _state_key
 from .layout import is_completed_instant_path
-from .object_store_client import (GCS_SCHEMES, S3_SCHEMES, first_line, is_object_store_uri, not_found, refused,
-                                  retrying, seam_error, settings_for, split_uri, store_for)
+from .object_store_client import (AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES, first_line, is_object_store_uri, not_found,
+                                  refused, retrying, seam_error, settings_for, split_uri, store_for)
 
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1,000 keys
 COPY_THREADS = 16  # server-side copies in flight when a folder moves
@@ -131,26 +131,37 @@ class _Abort(Exception):
 
 class _Reader:
     """A random-access read-only file over one object, for pyarrow. The first request fetches
-    the object's last TAIL_BYTES, which tells its size: a small object (an index file, staged
-    rows, a small base file) is then read whole from that one GET, and a Parquet file's footer
-    always is. Below the tail, ranged GETs through a buffered reader, opened at the first such read."""
+    the object's last TAIL_BYTES (`by_suffix`: a suffix range, which also tells the size; Azure
+    takes none, so a HEAD first there): a small object (an index file, staged rows, a small base
+    file) is then read whole from that one GET, and a Parquet file's footer always is. Below the
+    tail, ranged GETs through a buffered reader, opened at the first such read."""
 
-    def __init__(self, store, key: str):
+    def __init__(self, store, key: str, by_suffix: bool = True):
         import obstore
         self._store, self._key = store, key
-        try:
-            tail = retrying(lambda: obstore.get(store, key, options={"range": {"suffix": TAIL_BYTES}}))
-            self._tail_start, self._tail = tail.range[0], memoryview(tail.bytes())
-            self._size = tail.meta["size"]
-        except OSError as err:
-            if isinstance(err, (FileNotFoundError, PermissionError)):
-                raise
-            # An empty object has no range to answer with: the store sends it all (nothing).
-            self._tail_start, self._tail = 0, memoryview(retrying(lambda: obstore.get(store, key)).bytes())
-            self._size = len(self._tail)
+        tail = self._suffix() if by_suffix else None
+        if tail is None:
+            size = retrying(lambda: obstore.head(store, key))["size"]
+            start = max(0, size - TAIL_BYTES)
+            tail = (start, retrying(lambda: obstore.get_range(store, key, start=start, end=size)) if size else b"", size)
+        self._tail_start, self._tail, self._size = tail[0], memoryview(tail[1]), tail[2]
         self._below = None  # obstore's buffered reader, for what lies before the tail
         self._position = 0
         self.closed = False
+
+    def _suffix(self) -> Optional[Tuple[int, bytes, int]]:
+        """(start, bytes, object size) of the object's tail; None for an empty object, which
+        has no range to answer with (a store sends it whole, or refuses the range)."""
+        import obstore
+        try:
+            got = retrying(lambda: obstore.get(self._store, self._key, options={"range": {"suffix": TAIL_BYTES}}))
+        except OSError as err:
+            text = str(err).lower()
+            if not isinstance(err, (FileNotFoundError, PermissionError)) and any(
+                    sign in text for sign in ("non-partial", "not satisfiable", "invalidrange", "416")):
+                return None
+            raise
+        return got.range[0], got.bytes(), got.meta["size"]
 
     def read(self, size: int = -1):
         end = self._size if size is None or size < 0 else min(self._size, self._position + size)
@@ -164,9 +175,13 @@ class _Reader:
         return memoryview(self._below.read(end - start))
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._position, 2: self._size}[whence]
-        self._position = base + offset
-        return self._position
+        if whence not in (0, 1, 2):
+            raise ValueError(f"invalid whence ({whence}): 0, 1 or 2")
+        position = (0, self._position, self._size)[whence] + offset
+        if position < 0:
+            raise ValueError(f"negative seek position {position}")
+        self._position = position
+        return position
 
     def tell(self) -> int:
         return self._position
@@ -447,8 +462,11 @@ class ObjectStorage(Storage):
         """Every object under `rel` (there is no folder to remove), 1,000 keys a request."""
         self.delete_keys([o["path"] for o in self._objects(rel)])
 
+    def delete_files(self, paths: Iterable[str]) -> None:
+        self.delete_keys([self.key(p) for p in paths])
+
     def delete_listed(self, rel: str, listed: Iterable[str], files: Iterable[str] = ()) -> None:
-        self.delete_keys([self.key(posixpath.join(rel, p)) for p in listed] + [self.key(p) for p in files])
+        self.delete_files([posixpath.join(rel, p) for p in listed] + list(files))
 
     # ---- moves -------------------------------------------------------------------------
     def move_dir(self, src: str, dst: str, last: str = "") -> None:
@@ -480,7 +498,7 @@ class ObjectStorage(Storage):
     # ---- streams -----------------------------------------------------------------------
     def open_input(self, rel: str):
         try:
-            return pa.PythonFile(_Reader(self.store, self.key(rel)), mode="r")
+            return pa.PythonFile(_Reader(self.store, self.key(rel), by_suffix=self.scheme not in AZURE_SCHEMES), mode="r")
         except Exception as err:
             if not_found(err):
                 raise FileNotFoundError(self.uri(rel)) from None
