@@ -9,6 +9,7 @@ everything, `-m crash` the marked ones alone."""
 import os
 import signal
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -18,6 +19,7 @@ from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR
 from tests.core.crash_cases import START, rows_after
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.process_groups import run_in_own_group
+from tests.selection import selected_cases
 
 OPERATIONS = ("append", "insert_overwrite", "table", "merge", "merge_parallel", "delete", "cluster")
 PUBLISHED = ("after_publish", "clean", "compaction", "archive")  # the write is committed when these are reached
@@ -47,14 +49,44 @@ CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",
          for operation in OPERATIONS for phase in PHASES]
 
 
-@pytest.mark.parametrize("operation, phase", CASES)
-def test_a_killed_write_leaves_the_table_before_or_after_it(spark, tmp_path, operation, phase):
-    keyed = operation in ("merge", "merge_parallel", "delete")
-    table = start_table(spark, str(tmp_path / "t"), keyed)
-    before = contents(table)
+# Killed writers running side by side: each is a Spark start-up, mostly waiting on one core.
+WRITERS_AT_ONCE = 3
+
+
+def start_writer(table, operation, phase):
+    """`crash_writer.py` in its own process group, killed at `phase`: (return code, stdout, stderr)."""
     env = dict(os.environ, **{KILL_AT: phase}, PYTHONPATH=ROOT)
-    returncode, out, err = run_in_own_group(
+    return run_in_own_group(
         [sys.executable, os.path.join(ROOT, "tests", "core", "crash_writer.py"), table.path, operation], 300, env=env)
+
+
+@pytest.fixture(scope="module")
+def killed_writes(request, spark, tmp_path_factory):
+    """case id -> (table, rows before, the writer's future) of every selected case, started as the
+    module starts: each start table is made in this session, then its writer is queued, and
+    WRITERS_AT_ONCE writers run side by side (each in a process and a JVM of its own, its table
+    its own), so the cases wait for their writers together instead of one after another."""
+    params = {p.id: p.values for p in CASES}
+    started = {}
+    with ThreadPoolExecutor(max_workers=WRITERS_AT_ONCE) as pool:
+        try:
+            for case in selected_cases(request, "test_a_killed_write_leaves_the_table_before_or_after_it"):
+                operation, phase = params[case]
+                keyed = operation in ("merge", "merge_parallel", "delete")
+                table = start_table(spark, str(tmp_path_factory.mktemp(case) / "t"), keyed)
+                before = contents(table)
+                started[case] = (table, before, pool.submit(start_writer, table, operation, phase))
+            yield started
+        finally:
+            for _, _, writer in started.values():
+                writer.cancel()
+
+
+@pytest.mark.parametrize("operation, phase", CASES)
+def test_a_killed_write_leaves_the_table_before_or_after_it(spark, killed_writes, request, operation, phase):
+    keyed = operation in ("merge", "merge_parallel", "delete")
+    table, before, writer = killed_writes[request.node.callspec.id]
+    returncode, out, err = writer.result()
     killed = returncode == -signal.SIGKILL
     reachable = not (phase == "clean" and operation == "append")  # an append leaves nothing to clean
     assert killed or not reachable, f"{operation} was not killed at {phase}: {returncode}\n{out}\n{err[-3000:]}"

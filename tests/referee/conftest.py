@@ -1,13 +1,32 @@
 import os
+import threading
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
-from tests.referee.hudi_spark import HUDI_VERSIONS, HudiSpark
+from tests.referee.hudi_spark import HUDI_VERSIONS, HudiSpark, referee_python
 from tests.referee.table_states import STATES
 
 # (state, hudi version) -> [checks passed, checks run]; printed as a matrix after the run.
 MATRIX = defaultdict(lambda: [0, 0])
+
+
+def pytest_collection_finish(session):
+    """When referee tests were selected, the referee's Python (a virtualenv with pyspark 3.5 under
+    $HUDILITE_REFEREE_HOME, made once: a pip install of minutes when the cache is empty) is made
+    in a thread as the run starts, while the tests before them run; `HudiSpark` waits for it (the
+    cache's lock) and fails as before if it could not be made."""
+    here = Path(__file__).parent
+    if any(here in Path(str(item.path)).parents for item in session.items):
+        threading.Thread(target=_make_referee_python, name="referee-python", daemon=True).start()
+
+
+def _make_referee_python():
+    try:
+        referee_python()
+    except Exception:  # noqa: BLE001 - the first referee test makes it again and reports why not
+        pass
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from pyspark.sql import DataFrame, SparkSession
 
 from ..sql.reader import read_statement
-from ..table import ConfigurationError, HudiTable, Storage, quote
+from ..table import ConfigurationError, HudiTable, Storage
 from ..table.storage.layout import LOCK_FILE, PROPERTIES_FILE
 from ..table.storage.lock import TableLock
 from .names import canonical, folder_name
@@ -53,7 +53,7 @@ class StorageCatalog:
         """A Spark namespace for every schema on storage: few, and `USE <schema>` needs one
         before any of its tables is named."""
         for schema in self.schemas():
-            self.spark.sql(f"create namespace if not exists {quote(schema)}")
+            self.entries.create_namespace(schema)
 
     def __init__(self, spark: SparkSession, location_root: str):
         self.spark = spark

@@ -66,7 +66,9 @@ def name_parts(node) -> Optional[List[str]]:
 def names_read(plan) -> Set[Tuple[str, ...]]:
     """Every table or view name `plan` reads or acts on: in its children, CTE definitions,
     subqueries of expressions and an INSERT's target. CTE names are among them (the parse
-    cannot tell them from tables)."""
+    cannot tell them from tables). A plan's inner children are its subqueries unless its kind
+    says otherwise (Spark's QueryPlan): the same subqueries are walked once, not twice at
+    every level of nesting."""
     found: Set[Tuple[str, ...]] = set()
     stack = [plan] if plan is not None else []
     while stack:
@@ -78,9 +80,20 @@ def names_read(plan) -> Set[Tuple[str, ...]]:
         if kind == "InsertIntoStatement":
             stack.append(node.table())
         stack.extend(seq(node.children()))
-        stack.extend(seq(node.innerChildren()))
-        stack.extend(seq(node.subqueries()))
+        inner, subqueries = node.innerChildren(), node.subqueries()
+        stack.extend(seq(inner))
+        if subqueries.length() and not _same(inner, subqueries):
+            stack.extend(seq(subqueries))
     return found
+
+
+def _same(a, b) -> bool:
+    """Two Scala sequences of plans are equal (the same plans, as a node's inner children
+    and its subqueries are unless its kind says otherwise)."""
+    try:
+        return bool(a.equals(b))
+    except Exception:  # noqa: BLE001 - walk both
+        return False
 
 
 def statement_from_plan(spark, sql: str) -> Optional[st.Statement]:
