@@ -92,11 +92,14 @@ def _finish_clean(ctx: TableContext, instant: Instant, last_completed: str) -> N
     outcome = {}
     for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
         names = [posixpath.basename(info["filePath"]) for info in infos]
-        # One request per partition on an object store; a file an earlier attempt deleted is
-        # gone all the same, so every planned file counts as deleted.
-        ctx.storage.delete_files([posixpath.join(partition, name) if partition else name for name in names])
-        faults.reach("clean")
-        outcome[partition] = (names, names)
+        deleted = []
+        for name in names:
+            path = posixpath.join(partition, name) if partition else name
+            if ctx.storage.is_file(path):
+                ctx.storage.delete_file(path)
+                deleted.append(name)
+            faults.reach("clean")
+        outcome[partition] = (names, deleted)
     earliest = plan["earliestInstantToRetain"]
     record = clean_metadata_record(instant.timestamp, plan["policy"], earliest["timestamp"] if earliest else "",
                                    last_completed, outcome, int((time.time() - begun) * 1000))
@@ -124,8 +127,8 @@ def cleaner_plan_record(plan: CleanPlan, actions: dict, storage) -> dict:
 
 def clean_metadata_record(instant: str, policy: str, earliest: str, last_completed: str, outcome: dict,
                           took_ms: int) -> dict:
-    """A HoodieCleanMetadata: per partition, the files planned and the files deleted (all of
-    them: a file that an earlier attempt deleted is not asked for again)."""
+    """A HoodieCleanMetadata: per partition, the files planned and the files this clean deleted
+    (one that an earlier attempt deleted counts as planned only)."""
     return {
         "policy": policy, "startCleanTime": instant, "timeTakenInMillis": took_ms,
         "totalFilesDeleted": sum(len(deleted) for _, deleted in outcome.values()),
