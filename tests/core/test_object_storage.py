@@ -190,6 +190,40 @@ def test_listing_is_paginated_and_deletes_go_in_batches_of_1000(table_uri, monke
     assert storage.list_files_recursive(".hoodie/.hudilite/markers") == ["T2/other.marker"]
 
 
+def test_a_read_begins_with_the_objects_tail_and_a_small_one_is_one_get(table_uri, monkeypatch):
+    """`open_input` asks for an object's last MiB first (its size comes with it): an empty object,
+    one smaller than that, one across the boundary and a larger one read back the same, by suffix
+    range (S3, GCS) or after a HEAD (Azure takes no suffix range); a small Parquet file is one GET."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from dbt.adapters.hudilite.table.storage import object_store
+    storage = Storage(table_uri)
+    for n in (0, 5, object_store.TAIL_BYTES + 7, 3 * object_store.TAIL_BYTES):
+        data = os.urandom(n)
+        storage.write_bytes(f"blob-{n}", data)
+        for by_suffix in (True, False):
+            reader = object_store._Reader(storage.store, storage.key(f"blob-{n}"), by_suffix=by_suffix)
+            assert reader.size() == n and bytes(reader.read()) == data, (n, by_suffix)
+            reader.seek(max(0, n - 3))
+            assert bytes(reader.read(10)) == data[max(0, n - 3):]
+            reader.seek(1)
+            assert bytes(reader.read(2 * object_store.TAIL_BYTES)) == data[1:1 + 2 * object_store.TAIL_BYTES]
+            with pytest.raises(ValueError):
+                reader.seek(-1)
+    table = pa.table({"k": pa.array(range(1000))})
+    with storage.open_output("small.parquet") as out:
+        pq.write_table(table, out)
+    calls = []
+    for name in ("get", "get_range", "head", "open_reader"):
+        real = getattr(obstore, name)
+        monkeypatch.setattr(obstore, name, lambda *a, _real=real, _name=name, **k: (calls.append(_name), _real(*a, **k))[1])
+    with storage.open_input("small.parquet") as f:
+        assert pq.read_table(f).equals(table)
+    assert calls == ["get"]
+    with pytest.raises(FileNotFoundError):
+        storage.open_input("missing.parquet")
+
+
 def test_folders_are_prefixes_nothing_relies_on_them(table_uri):
     storage = Storage(table_uri)
     storage.make_dirs("region=us")  # no object
