@@ -51,13 +51,9 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
         unfinished = [i for i in ctx.timeline.service_instants(CLEAN) if not i.is_completed]
         writers = writers_now(ctx.storage, ctx.timeline)
         completed, in_flight = writers.completed, writers.first_in_flight()
-        # As Hudi: nothing at or after a write in flight counts, so a write that publishes
-        # later into the retained range (a "hollow" commit) still has its replaced files cleaned.
-        settled = [t for t in completed if in_flight is None or t < in_flight]
         for instant in unfinished_savepoints(ctx.timeline):  # a savepoint drop that died
             drop_savepoint(ctx, instant)
-        view = ctx.timeline.view(settled[-1] if settled and in_flight else None)
-        plan = _plan(ctx, view, settled, policy)
+        plan = _plan_settled(ctx, completed, in_flight, policy)
         if plan.files_to_delete:
             instant = Instant(reserve_service_time(ctx.timeline, CLEAN, writers), CLEAN, REQUESTED)
             record = cleaner_plan_record(plan, {i.timestamp: i.action for i in ctx.timeline.completed()}, ctx.storage)
@@ -68,6 +64,15 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
         _finish_clean(ctx, instant, completed[-1] if completed else "")
     remove_zombie_files(ctx, sweep, writers=writers)
     return plan
+
+
+def _plan_settled(ctx: TableContext, completed: List[str], in_flight: Optional[str], policy: CleanPolicy) -> CleanPlan:
+    """The clean to do now over the instants settled before the first write in flight. As Hudi:
+    nothing at or after it counts, so a write that publishes later into the retained range (a
+    "hollow" commit) still has its replaced files cleaned."""
+    settled = [t for t in completed if in_flight is None or t < in_flight]
+    view = ctx.timeline.view(settled[-1] if settled and in_flight else None)
+    return _plan(ctx, view, settled, policy)
 
 
 def _plan(ctx: TableContext, view: FileSystemView, settled: List[str], policy: CleanPolicy) -> CleanPlan:
@@ -200,9 +205,8 @@ def _clean_may_be_due(ctx: TableContext, policy: CleanPolicy) -> bool:
         return True
     instants = timeline.instants()
     pending = [i.timestamp for i in instants if not i.is_completed]
-    settled = [i.timestamp for i in instants if i.is_completed and (not pending or i.timestamp < pending[0])]
-    view = timeline.view(settled[-1] if settled and pending else None)
-    return bool(_plan(ctx, view, settled, policy).files_to_delete)
+    completed = [i.timestamp for i in instants if i.is_completed]
+    return bool(_plan_settled(ctx, completed, pending[0] if pending else None, policy).files_to_delete)
 
 
 def _sweep_due(ctx: TableContext) -> bool:
