@@ -43,7 +43,7 @@ from .storage.lock import TableLock
 from .spark.reader import changed_rows
 from .format.schema import data_columns, to_avro, with_meta_columns
 from .storage.filesystem import Storage
-from .transaction import first_write_in_flight
+from .transaction import first_write_in_flight, list_writers_first
 
 Fields = Union[None, str, Sequence[str]]
 
@@ -57,11 +57,13 @@ def _field_list(value: Fields) -> List[str]:
 
 
 def _write(method):
-    """A write plans on one listing of the timeline (`Timeline.pinned`), not one per question;
-    its transitions and its commit, under the table lock, list it again."""
+    """A write plans on one listing of the timeline (`Timeline.pinned`), not one per question,
+    taken after the claims so that its claim lists nothing again; its commit, under the table
+    lock, lists it again."""
     @functools.wraps(method)
     def write(self, *args, **kwargs):
         with self.context.timeline.pinned():
+            list_writers_first(self.context.timeline)
             return method(self, *args, **kwargs)
     return write
 

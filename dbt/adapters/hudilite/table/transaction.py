@@ -44,6 +44,8 @@ from .format.timeline import Timeline
 
 HEARTBEAT_INTERVAL_S = 5.0
 PUBLISH_DOUBT_S = 30.0  # an object store's PUT whose answer was lost may land this long after
+CLAIM_ON_LISTING_S = 2.0  # a claim may be made on a write's first listing this old: no whole write fits in it
+BRIEF_WRITE_S = 10.0  # a write this short, begun with no other in flight, lists the timeline only under its lock
 HEARTBEAT_TIMEOUT_S = 60.0
 CLOCK_SKEW_TOLERANCE_S = 30.0
 ROLLED_BACK = "rolled_back"  # another host's clock, or the storage server's, may run ahead
@@ -147,6 +149,32 @@ def _list_writers(timeline: Timeline) -> List[str]:
     timeline.refresh()
     timeline.instant_times()
     return claims
+
+
+_FIRST_LISTING = "claims listed before the timeline"  # a pinned value: (monotonic time, claims)
+
+
+def list_writers_first(timeline: Timeline) -> None:
+    """At a write's start, before its picture lists the timeline: the claims, then the timeline
+    (`_list_writers`), so that the claim made soon after is made on this listing, not on one of
+    its own. A picture that listed the timeline already is left as it is."""
+    if timeline.is_listed():
+        return
+    claims = claimed_instants(timeline.storage)
+    timeline.instant_times()
+    timeline.storage.pinned_value(_FIRST_LISTING, lambda: (time.monotonic(), claims))
+
+
+def _claims_of_first_listing(timeline: Timeline) -> Optional[List[str]]:
+    """The claims `list_writers_first` listed, if that was at most CLAIM_ON_LISTING_S ago (once:
+    a second claim lists afresh). The window that keeps claim times in order runs from that
+    listing to the claim: a writer that claimed in it and also completed in it would not be seen."""
+    storage = timeline.storage
+    if not storage.is_pinned(_FIRST_LISTING):
+        return None
+    listed_at, claims = storage.pinned_value(_FIRST_LISTING, lambda: None)
+    storage.forget(_FIRST_LISTING)
+    return claims if time.monotonic() - listed_at <= CLAIM_ON_LISTING_S else None
 
 
 def reserve_service_time(timeline: Timeline, action: str, writers: Optional["Writers"] = None) -> str:
@@ -269,6 +297,8 @@ class WriteTransaction:
         self.completed = False
         self._requested = False  # its requested instant is on the timeline
         self._in_markers: List[str] = []  # the markers folder, as its commit listed it, and markers added since
+        self._began_alone = False  # no other writer was in flight at the claim
+        self._claimed_at = 0.0
         self.metadata_table = MetadataTable(storage)
         # From the start to the commit, the write plans on one listing of the timeline (with its
         # own transitions taken in), not one per question; the commit lists again under its lock.
@@ -289,11 +319,16 @@ class WriteTransaction:
         self._planning.close()  # the commit's checks read afresh under its lock
 
     def _begin(self) -> "WriteTransaction":
-        # One listing of the claims and of the timeline, in that order, for the claim, right
-        # after it (the window that keeps claim times in order stays short), and then for dead
-        # writers (their rollback reads afresh under the lock).
-        claims = _list_writers(self.timeline)
+        # One listing of the claims and of the timeline, in that order (the write's first, when
+        # recent), for the claim, right after it (the window that keeps claim times in order
+        # stays short), and then for dead writers (their rollback reads afresh under the lock).
+        claims = _claims_of_first_listing(self.timeline)
+        if claims is None:
+            claims = _list_writers(self.timeline)
         self.instant = self._claim(claims)
+        self._claimed_at = time.monotonic()
+        on_timeline = {i.timestamp for i in self.timeline.instants()}
+        self._began_alone = not self.timeline.pending() and on_timeline.issuperset(claims)
         _active_in_this_process.add(self.instant)
         # From the listing the claim was made on, which the write plans on too: a commit after it
         # is not in `seen`, and is checked for conflicts (nothing slips by).
@@ -325,12 +360,17 @@ class WriteTransaction:
         metadata, others such as index deltas and the metadata table's record_index logs
         apart), then, under the table lock, check for conflicts and publish.
         `record_index_planned`: the write wrote record_index logs (maybe none) among them."""
-        self._end_planning()
-        with self.timeline.pinned():
-            # What completed while the tasks ran is compared before the lock (reading keys can
-            # take a while), and only what completed since under it.
+        # What completed while the tasks ran is compared before the lock (reading keys can take a
+        # while), and only what completed since under it. A brief write begun with no other in
+        # flight skips that listing: a writer that claimed after it and finished before its lock
+        # wrote little, and is compared under the lock. The planning picture ends at the lock,
+        # which reads everything afresh.
+        if not self._began_alone or time.monotonic() - self._claimed_at > BRIEF_WRITE_S:
             self.timeline.refresh()
+        try:
             self._commit(metadata, private_files, record_index_planned)
+        finally:
+            self._end_planning()
 
     def _commit(self, metadata: CommitMetadata, private_files: Iterable[str], record_index_planned: bool) -> None:
         reported = {s.path for s in metadata.write_stats} | set(private_files)

@@ -68,6 +68,10 @@ class Timeline:
         again (the rest of the picture stays: a table lock reads all of it afresh)."""
         self.storage.forget(_NAMES, self._archived_key)
 
+    def is_listed(self) -> bool:
+        """Whether the pinned picture holds a listing of `.hoodie/`."""
+        return self.storage.is_pinned(_NAMES)
+
     def _names(self) -> List[str]:
         return self.storage.pinned_value(_NAMES, lambda: self.storage.list_names(HOODIE_DIR))
 

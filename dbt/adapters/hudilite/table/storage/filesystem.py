@@ -103,6 +103,10 @@ class Storage:
             values[key] = read()
         return values[key]
 
+    def is_pinned(self, key: Hashable) -> bool:
+        """Whether the pinned picture holds `key` (asking for it would not read storage)."""
+        return bool(getattr(self._picture, "depth", 0)) and key in (getattr(self._picture, "values", None) or {})
+
     def pinned_update(self, key: Hashable, change: Callable[[Any], Any]) -> None:
         """What this thread changed itself, taken into the pinned value of `key` (if read)."""
         values = getattr(self._picture, "values", None)
