@@ -32,7 +32,7 @@ from .format.keygen import PartitionFormat, formats_in_task, partition_grouping,
 from .storage.layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir
 from .storage.lock import TableLock
 from .spark.reader import literal_path, read_base_files, read_data_files
-from .index.record_index import RecordIndex, Sharding, entry_key_of
+from .index.record_index import RecordIndex, Sharding, entry_key_of, recorded_deltas
 from .format.rows import ROW_INDEX, insert_layout
 from .format.schema import (COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH,
                             RECORD_KEY, check_compatible, from_avro, from_json, quote, resolve_columns, same_key_text,
@@ -589,7 +589,8 @@ class TableContext:
         metadata = CommitMetadata(
             operation=operation, write_stats=stats, replaced_file_ids=replaced or {},
             extra={**{CHECKPOINT_PREFIX + source: end for source, (_, end) in self.checkpoints.items()},
-                   SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema)},
+                   SCHEMA_KEY: to_avro(data_schema, self.name), SPARK_SCHEMA_KEY: to_json(data_schema),
+                   **(recorded_deltas(index_files) if isinstance(self.index, RecordIndex) else {})},
         )
         planned = isinstance(self.index, RecordIndex) and txn.instant in self.index.record_index_planned
         txn.commit(metadata, index_files, record_index_planned=planned)

@@ -20,8 +20,9 @@ import hashlib
 import json
 import logging
 import posixpath
+import re
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +32,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..format.commit import CommitMetadata
 from ..format.file_group import FileSystemView
 from .table_index import LOCATION_DDL, IndexChange, TableIndex, file_id_of
 from .files import BASE, DELTA, completed_set, deltas_may_be_too_many, has_too_many_deltas, write_index_file
@@ -48,6 +50,12 @@ from ..storage.lock import TableLock
 
 logger = logging.getLogger(__name__)
 
+# In a commit's extraMetadata: the shards it wrote a delta to (comma-separated), so that a lookup
+# finds the deltas without listing the index; with the base's shards in the state file.
+DELTAS_KEY = "hudilite.recordIndexDeltas"
+BASE_SHARDS = "base_shards"
+_DELTA_PATH = re.compile(r"^" + re.escape(RECORD_INDEX_DIR) + r"/shard=(\d+)/\d{17}\.delta\.parquet$")
+_BASE_PATH = re.compile(r"^" + re.escape(RECORD_INDEX_DIR) + r"/shard=(\d+)/\d{17}\.base\.parquet$")
 CAUGHT_UP_FILE = "caught_up.json"  # another writer's commits taken from record_index (`catch_up`)
 ENTRIES_PER_SHARD = 2_000_000
 MAX_SHARDS = 1024
@@ -167,6 +175,15 @@ def shards_for(entries: int) -> int:
 
 def shard_path(shard: int, instant: str, kind: str) -> str:
     return f"{record_index_shard_dir(shard)}/{index_file_name(instant, kind)}"
+
+
+def _shards_of(paths: Iterable[str], kind: re.Pattern) -> List[int]:
+    return sorted({int(m[1]) for m in map(kind.match, paths) if m})
+
+
+def recorded_deltas(files: Iterable[str]) -> Dict[str, str]:
+    """What a commit records of its index files (`DELTAS_KEY`): the shards it wrote a delta to."""
+    return {DELTAS_KEY: ",".join(map(str, _shards_of(files, _DELTA_PATH)))}
 
 
 def write_shards(base_path: str, instant: str, kind: str, entry_key: str,
@@ -417,13 +434,15 @@ class RecordIndex(TableIndex):
                                self.storage.base_path, str(err).splitlines()[0] if str(err) else type(err).__name__)
             else:
                 if sum(written.values()) != rows:
-                    logger.warning("record index at %s: record_index holds %d live keys, the snapshot %d rows; "
-                                   "built from the snapshot", self.storage.base_path, sum(written.values()), rows)
+                    # Wrong for Hudi's readers and writers too: taken off, and built again by the caller.
+                    self.metadata_table.take_off_record_index(f"{sum(written.values())} live keys, the snapshot "
+                                                              f"{rows} rows")
                     written = None
         if written is None:
             written, built_from = self._write(entries_of(snapshot), instant, BASE, sharding, DIGESTS), "snapshot"
         self.files.write_state(dict(sharding.state(), entry_key=DIGESTS, base_instant=instant,
-                                    entries_at_build=sum(written.values()), built_from=built_from))
+                                    entries_at_build=sum(written.values()), built_from=built_from,
+                                    **{BASE_SHARDS: _shards_of(written, _BASE_PATH)}))
         self._delete_bases_not_written(instant, set(written))
         return sum(written.values())
 
@@ -564,22 +583,49 @@ class RecordIndex(TableIndex):
             return self.metadata_table.bootstrap_record_index(
                 instant, lambda files: self.write_record_index(files, entries), locations, count)
 
-    def visible_files(self, completed: List[Instant], as_of: Optional[str] = None,
-                      state: Optional[dict] = None) -> FilesByShard:
+    def visible_files(self, completed: List[Instant], as_of: Optional[str] = None, state: Optional[dict] = None,
+                      metadata_of: Optional[Callable[[Instant], CommitMetadata]] = None) -> FilesByShard:
         """Per shard, the (instant, path) of the base and the deltas the index at `as_of` reads
-        (`state`: the state file, when the caller has read it)."""
+        (`state`: the state file, when the caller has read it). Given the commits' metadata
+        (`metadata_of`), from what the state and the commits recorded when they all did (no
+        listing); else from a listing of the index."""
         state = state or self.state()
         done = completed_set(completed, as_of)
-        by_folder = self.files.visible_by_folder(state["base_instant"], done)
-        shards = (by_folder.get(f"shard={shard}") for shard in range(Sharding.of_state(state).num_shards))
-        return {shard: files for shard, files in enumerate(shards) if files}
+        files = self.recorded_files(state, [i for i in completed if i.timestamp in done], metadata_of)
+        if files is None:
+            by_folder = self.files.visible_by_folder(state["base_instant"], done)
+            shards = (by_folder.get(f"shard={shard}") for shard in range(Sharding.of_state(state).num_shards))
+            files = {shard: files for shard, files in enumerate(shards) if files}
+        return files
 
-    def lookup_plan(self, completed: List[Instant], default_shards: int) -> LookupPlan:
-        """Before the index is built (an empty table) every key is new: `default_shards` shards, no files."""
+    def recorded_files(self, state: dict, completed: List[Instant],
+                        metadata_of: Optional[Callable[[Instant], CommitMetadata]]) -> Optional[FilesByShard]:
+        """`visible_files` from the base's shards in the state and the deltas each commit after it
+        recorded (`recorded_deltas`); None when one of them did not record them (written before
+        they did, or by Hudi's writer, whose keys come in deltas of its instants: `catch_up`)."""
+        base = state["base_instant"]
+        if metadata_of is None or BASE_SHARDS not in state:
+            return None
+        files: FilesByShard = {shard: [(base, shard_path(shard, base, BASE))] for shard in state[BASE_SHARDS]}
+        for instant in completed:
+            if instant.timestamp <= base:
+                continue
+            recorded = metadata_of(instant).extra.get(DELTAS_KEY)
+            if recorded is None:
+                return None
+            for shard in (int(s) for s in recorded.split(",") if s):
+                files.setdefault(shard, []).append((instant.timestamp, shard_path(shard, instant.timestamp, DELTA)))
+        return {shard: sorted(per_shard) for shard, per_shard in files.items()}
+
+    def lookup_plan(self, completed: List[Instant], default_shards: int,
+                    metadata_of: Optional[Callable[[Instant], CommitMetadata]] = None) -> LookupPlan:
+        """Before the index is built (an empty table) every key is new: `default_shards` shards, no
+        files. `metadata_of`: the commits' metadata, to find the index's files without a listing."""
         state = self.state()
         if state is None:
             return LookupPlan(Sharding(default_shards), {})
-        return LookupPlan(Sharding.of_state(state), self.visible_files(completed, state=state), entry_key_of(state))
+        files = self.visible_files(completed, state=state, metadata_of=metadata_of)
+        return LookupPlan(Sharding.of_state(state), files, entry_key_of(state))
 
     def entries(self, completed: List[Instant], view: FileSystemView, as_of: Optional[str] = None,
                 state: Optional[dict] = None) -> DataFrame:
@@ -653,7 +699,8 @@ class RecordIndex(TableIndex):
         self._delete_bases_not_written(instant, written)  # of an earlier attempt at this instant
         kept = {k: v for k, v in state.items() if k not in Sharding.STATE_KEYS and k != "built_from"}  # of the base it replaces
         superseded = [p for per_shard in files.values() for _, p in per_shard]
-        self.files.finish_compaction(dict(kept, **sharding.state(), entry_key=DIGESTS, base_instant=instant), superseded)
+        self.files.finish_compaction(dict(kept, **sharding.state(), entry_key=DIGESTS, base_instant=instant,
+                                          **{BASE_SHARDS: _shards_of(written, _BASE_PATH)}), superseded)
 
 
 def _with_digests(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

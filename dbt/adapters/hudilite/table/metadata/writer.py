@@ -45,6 +45,9 @@ ARCHIVED_DIR = posixpath.join(TIMELINE_DIR, "archived")
 
 INIT_INSTANT = "00000000000000010"  # the bootstrap's deltacommit, older than any data instant
 COMPACTION_SUFFIX = "001"
+# In a deltacommit's extraMetadata: its `files` stat names the group's whole slice (base and every
+# log), as it stood under the table lock, so the next deltacommit need not list the partition.
+WHOLE_FILES_SLICE = "hudilite.filesSliceWhole"
 MAX_DELTA_COMMITS = 10  # hoodie.metadata.compact.max.delta.commits
 FILES_GROUP = "files-0000-0"
 WRITE_TOKEN = "0-0-0"
@@ -122,9 +125,10 @@ def _log_stat(partition: str, group: str, path: str, size: int, base: Optional[s
         "logOffset": 0, "baseFile": base or "", "logFiles": logs}
 
 
-def _commit_json(stats: Dict[str, List[dict]], operation: str, compacted: bool = False) -> bytes:
+def _commit_json(stats: Dict[str, List[dict]], operation: str, compacted: bool = False,
+                 extra: Optional[Dict[str, str]] = None) -> bytes:
     body = {"partitionToWriteStats": stats, "compacted": compacted,
-            "extraMetadata": {} if compacted else {"schema": SCHEMA_JSON}, "operationType": operation}
+            "extraMetadata": {} if compacted else {"schema": SCHEMA_JSON, **(extra or {})}, "operationType": operation}
     return json.dumps(body, indent=2).encode()
 
 
@@ -187,7 +191,8 @@ class MetadataTableWriter:
                                     hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}))
         data = log_format.encode_block(block)
         folder = self._path(FILES)
-        piece = self.latest_slices(FILES)[FILES_GROUP]
+        timeline = self.storage.list_names(TIMELINE_DIR)
+        piece = self.recorded_files_slice(timeline, instant) or self.latest_slices(FILES, timeline)[FILES_GROUP]
         version = max([parse_log_file_name(n).version for n in piece.logs], default=0) + 1
         stats = {RECORD_INDEX: [_log_stat(RECORD_INDEX, parse_log_file_name(path).file_id,
                                           posixpath.relpath(path, METADATA_TABLE_DIR), size, None,
@@ -199,23 +204,47 @@ class MetadataTableWriter:
             stats[FILES] = [_log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base,
                                       piece.base_instant, piece.logs + [name], len(records))]
             # The inflight names the log files, so that Hudi's writer can roll the deltacommit back.
-            self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"),
-                                     _commit_json(stats, "UPSERT_PREPPED"))
+            body = _commit_json(stats, "UPSERT_PREPPED", extra={WHOLE_FILES_SLICE: "true"})
+            self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), body)
             if on_file is not None:
                 on_file(posixpath.join(folder, name))
             if self.storage.create_exclusive(posixpath.join(folder, name), data):
                 break
             version += 1  # another writer took this version meanwhile
-        self._publish(instant, DELTA_COMMIT, _commit_json(stats, "UPSERT_PREPPED"))
+        self._publish(instant, DELTA_COMMIT, body)
         return len(piece.logs) + 1
 
-    def latest_slices(self, partition: str) -> Dict[str, FileSlice]:
+    def recorded_files_slice(self, timeline: List[str], writing: str) -> Optional[FileSlice]:
+        """The `files` slice as the newest instant recorded it (`WHOLE_FILES_SLICE`), when that
+        is one of our deltacommits and nothing but `writing` is pending on the timeline (not a
+        compaction, nor a writer that died after its log): then no log exists beyond the ones it
+        names. None: list the partition."""
+        entries = [parsed for parsed in map(parse, timeline) if parsed is not None and parsed[0] != writing]
+        completed = {instant: action for instant, action, state in entries if not state}  # a compaction completes as a commit
+        if not completed or any(instant not in completed for instant, _, _ in entries):
+            return None
+        instant, action = max(completed.items())
+        if action != DELTA_COMMIT:
+            return None
+        try:
+            body = json.loads(self.storage.read_bytes(self._timeline_path(instant, DELTA_COMMIT)))
+        except (FileNotFoundError, ValueError):
+            return None
+        stats = [s for s in (body.get("partitionToWriteStats") or {}).get(FILES) or [] if s.get("fileId") == FILES_GROUP]
+        if (body.get("extraMetadata") or {}).get(WHOLE_FILES_SLICE) != "true" or len(stats) != 1:
+            return None
+        stat = stats[0]
+        return FileSlice(FILES_GROUP, stat.get("baseFile") or None, stat.get("prevCommit"), list(stat.get("logFiles") or []))
+
+    def latest_slices(self, partition: str, timeline: Optional[List[str]] = None) -> Dict[str, FileSlice]:
         """The slices new logs join, by file group: each group's newest base a completed instant
         wrote (a bootstrap's, Hudi's `<X>010` too, or a compaction's); past a compaction still
         pending, its instant, as Hudi names them, so that completing it keeps the logs written
         meanwhile. A group without a base (an empty record_index shard) joins its init instant."""
         names = self.storage.list_names(self._path(partition))
-        entries = [parsed for parsed in map(parse, self.storage.list_names(TIMELINE_DIR)) if parsed is not None]
+        if timeline is None:
+            timeline = self.storage.list_names(TIMELINE_DIR)
+        entries = [parsed for parsed in map(parse, timeline) if parsed is not None]
         completed = {instant for instant, action, state in entries if not state and action in (DELTA_COMMIT, COMMIT)}
         first_active = min((instant for instant, _, _ in entries), default=None)
         slices = latest_slices(names, lambda instant: instant in completed or (first_active is not None and instant < first_active))

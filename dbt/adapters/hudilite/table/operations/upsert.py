@@ -459,7 +459,7 @@ def upsert(ctx: TableContext, df: DataFrame, operation: str, update_columns: Opt
     with ctx.transaction(COMMIT) as txn:
         view = ctx.timeline.view()
         batch = keyed_batch(ctx, df, data_schema)
-        plan = index.lookup_plan(ctx.timeline.completed(), shuffle_partitions(ctx.spark))
+        plan = index.lookup_plan(ctx.timeline.completed(), shuffle_partitions(ctx.spark), ctx.timeline.metadata)
         current = {g.file_id: g for g in view.live_groups()}
         # Its staged rows go with its markers folder (`staged_dir`), after the commit or with a rollback.
         stats, inserted, index_files = _write(ctx, txn.instant, batch, plan, current, data_schema, update_columns,
