@@ -9,7 +9,8 @@ import shutil
 from dbt.adapters.hudilite.table import HudiTable
 from dbt.adapters.hudilite.table.metadata.table import MetadataTable
 from dbt.adapters.hudilite.table.metadata.reader import FILES
-from dbt.adapters.hudilite.table.metadata.writer import FILES_GROUP, MAX_DELTA_COMMITS
+from dbt.adapters.hudilite.table.metadata.timeline import TIMELINE_DIR
+from dbt.adapters.hudilite.table.metadata.writer import FILES_GROUP, MAX_DELTA_COMMITS, MetadataTableWriter
 from dbt.adapters.hudilite.table.storage.layout import METADATA_TABLE_DIR
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 
@@ -32,6 +33,14 @@ def committed_on_storage(table):
 def check(table, step):
     assert listed_files(table) == committed_on_storage(table), step
     assert table.validate() == [], step
+    # The next deltacommit names its `files` log from the slice the newest one recorded (no
+    # listing) when that one is ours and nothing is pending: it is the slice a listing finds.
+    writer = MetadataTableWriter(table.context.storage)
+    timeline = table.context.storage.list_names(TIMELINE_DIR)
+    recorded = writer.recorded_files_slice(timeline, writing="")
+    if recorded is not None:
+        assert recorded == writer.latest_slices(FILES, timeline)[FILES_GROUP], step
+    return recorded is not None  # not after a compaction, nor after a deltacommit Hudi's writer made
 
 
 def test_the_files_partition_follows_every_action(spark, tmp_path):
@@ -40,9 +49,11 @@ def test_the_files_partition_follows_every_action(spark, tmp_path):
     properties = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
     assert "hoodie.table.metadata.partitions=files,record_index\n" in properties  # a keyed table
     check(table, "first commit")
+    recorded = 0
     for step in range(MAX_DELTA_COMMITS + 1):  # enough deltacommits for a compaction of the metadata table
         table.upsert(spark.createDataFrame([(step, f"s{step}", f"d{step % 3}"), (100 + step, "new", "d9")], SCHEMA))
-        check(table, f"upsert {step}")
+        recorded += check(table, f"upsert {step}")
+    assert recorded == MAX_DELTA_COMMITS  # every upsert's but the one the compaction followed
     bases = [n for n in (tmp_path / "t" / ".hoodie" / "metadata" / "files").iterdir() if n.name.endswith(".hfile")]
     assert any(n.name.endswith("001.hfile") for n in bases), "the metadata table was compacted"
     table.insert_overwrite(spark.createDataFrame([(500, "over", "d1")], SCHEMA))
@@ -81,9 +92,22 @@ def test_a_write_stopped_between_the_two_deltacommits_leaves_nothing_readers_tak
 def test_a_table_without_one_gains_it_on_its_next_write_and_a_dropped_one_stays_dropped(spark, tmp_path):
     table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by="day", record_key="id")
     table.upsert(spark.createDataFrame([(1, "a", "d1"), (2, "b", "d2")], SCHEMA))
+    metadata, properties = tmp_path / "t" / ".hoodie" / "metadata", tmp_path / "t" / ".hoodie" / "hoodie.properties"
+    shutil.copytree(metadata, tmp_path / "saved")
     assert table.drop_metadata_table() is True
     table.upsert(spark.createDataFrame([(3, "c", "d3")], SCHEMA))
-    assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()  # dropped for good
+    assert not metadata.exists()  # dropped for good
+    assert table.validate() == []
+    # Hudi's writer with its metadata table on lists one again: hudilite keeps none, so its next
+    # commit drops it rather than leave Hudi's readers a `files` partition without that commit.
+    shutil.copytree(tmp_path / "saved", metadata)
+    lines = [ln for ln in properties.read_text().splitlines() if not ln.startswith("hoodie.table.metadata.partitions=")]
+    properties.write_text("\n".join(lines + ["hoodie.table.metadata.partitions=files"]) + "\n")
+    table = HudiTable.open(spark, table.path)
+    table.upsert(spark.createDataFrame([(5, "e", "d2")], SCHEMA))
+    assert not metadata.exists()
+    assert "hoodie.table.metadata.partitions=files" not in properties.read_text()
+    assert sorted(r.id for r in table.read().collect()) == [1, 2, 3, 5]
     assert table.validate() == []
     MetadataTable(table.context.storage).enable()
     table.upsert(spark.createDataFrame([(4, "d", "d1")], SCHEMA))
@@ -121,6 +145,12 @@ def snapshot_locations(table):
 def check_record_index(table, step):
     check(table, step)
     assert record_index_of(table) == snapshot_locations(table), step
+    # A lookup finds hudilite's index files from what its state and the commits recorded: the
+    # files a listing of the index finds.
+    ctx = table.context
+    completed = ctx.timeline.completed()
+    recorded = ctx.index.recorded_files(ctx.index.state(), completed, ctx.timeline.metadata)
+    assert recorded == ctx.index.visible_files(completed), step
 
 
 def test_the_record_index_follows_every_action(spark, tmp_path):
@@ -161,4 +191,15 @@ def test_the_record_index_follows_every_action(spark, tmp_path):
         gone.unlink()
     assert table.build_index(num_shards=table.index.num_shards) == len(snapshot_locations(table))
     assert table.index.state()["built_from"] == "snapshot"
-    assert [p for p in table.validate() if not p.startswith("metadata table")] == []
+    # ... nor left listed for Hudi's readers and writers: taken off, and built again from the snapshot
+    check_record_index(table, "record_index built again after a file group went")
+    # A group gone from the middle: the next write hashes no key into another group (it takes
+    # record_index off), and the write after it builds record_index again.
+    for gone in [f for f in folder.iterdir() if "record-index-0003-0" in f.name]:
+        gone.unlink()
+    table.upsert(spark.createDataFrame([(7000, "x", "d1"), (3, "moved", "d2")], SCHEMA))
+    assert "record_index" not in (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text().split(
+        "hoodie.table.metadata.partitions=")[1].splitlines()[0]
+    table.upsert(spark.createDataFrame([(7001, "y", "d2")], SCHEMA))
+    check_record_index(table, "record_index built again after a group in the middle went")
+    assert_hudi_rs_agrees(table)

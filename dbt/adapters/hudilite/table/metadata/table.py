@@ -126,6 +126,8 @@ class MetadataTable:
         # One read of the properties on this path (it runs under the lock of every commit).
         text, listed = self._properties()
         if not _kept(listed):
+            if any(listed.get(key) for key in props.METADATA_PARTITIONS):
+                self.drop()  # Hudi's writer built one since: it would be stale from this instant on
             return
         if self._take_off_unkept(text, listed):
             text, listed = self._properties()
@@ -157,15 +159,23 @@ class MetadataTable:
         if not self.record_index_listed():
             return None
         slices = self.writer.record_index_slices()
-        if not slices:  # listed, but its folder went (a Java writer dropping it died half way)
-            with TableLock(self.storage):
-                text, listed = self._properties()
-                kept = [p for p in listed_partitions(listed) if p != RECORD_INDEX]
-                _write_properties(self.storage, text, {PARTITIONS_KEY: ",".join(kept)}, DROPPED_HEADER)
-            logger.warning("table at %s: record_index was listed without file groups; taken off, the next write "
-                           "builds it again", self.storage.base_path)
+        # Keys hash into groups 0..N-1: with one gone (a Java writer dropping the partition died
+        # half way, a hand) a write would hash them mod another N, into the wrong groups.
+        if set(slices) != {record_index.file_group(shard) for shard in range(len(slices))} or not slices:
+            self.take_off_record_index(f"file groups {sorted(slices)}, not numbered from 0 without a gap"
+                                       if slices else "no file groups")
             return None
         return record_index.log_paths(instant, slices, len(slices))
+
+    def take_off_record_index(self, why: str) -> None:
+        """Under the table lock, record_index leaves the listed partitions (no reader or writer of
+        Hudi's then trusts it): the next write builds it again (`record_index_missing`)."""
+        with TableLock(self.storage):
+            text, listed = self._properties()
+            kept = [p for p in listed_partitions(listed) if p != RECORD_INDEX]
+            _write_properties(self.storage, text, {PARTITIONS_KEY: ",".join(kept)}, DROPPED_HEADER)
+        logger.warning("table at %s: the metadata table's record_index holds %s; taken off, built again from the "
+                       "snapshot", self.storage.base_path, why)
 
     def bootstrap_record_index(self, data_instant: str, write: Callable[[record_index.RecordIndexFiles], List[dict]],
                                locations: Dict[str, Tuple[str, str]], num_keys: int) -> bool:
