@@ -63,6 +63,14 @@ def test_the_files_partition_follows_every_action(spark, tmp_path):
     table.clean(retain_commits=1)
     check(table, "clean")
     assert_hudi_rs_agrees(table)
+    # validate() reads the metadata table both ways: a listed file gone from storage is reported
+    gone = tmp_path / "t" / sorted(committed_on_storage(table))[0]
+    kept = gone.read_bytes()
+    gone.unlink()
+    relative = str(gone.relative_to(tmp_path / "t"))
+    assert f"metadata table: {relative} is listed in its files partition but is not on storage" in table.validate()
+    gone.write_bytes(kept)
+    assert table.validate() == []
 
 
 def test_a_write_stopped_between_the_two_deltacommits_leaves_nothing_readers_take(spark, tmp_path, monkeypatch):

@@ -101,6 +101,26 @@ def test_a_savepoint_keeps_its_snapshot_through_cleaning_and_archival(spark, tmp
     assert table.validate() == []
 
 
+def test_an_index_whose_base_another_writers_restore_removed_is_built_again(spark, tmp_path, monkeypatch):
+    """Hudi's restore (or a rollback of completed commits) knows nothing of hudilite's index: a
+    base at a removed instant holds the removed commits' keys (here: key 2 deleted), and an
+    upsert would store key 2 again in a new file group."""
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by="region", record_key="id")
+    table.upsert(customers(spark, [(1, "a", "us"), (2, "b", "us")]))
+    first = table.timeline()[-1].timestamp
+    table.savepoint(first)
+    table.delete(customers(spark, [(2, None, "us")]).select("id"))
+    table.build_index()  # its base: the delete
+    monkeypatch.setattr(restore_module, "_restore_index", lambda ctx, target: None)  # as Hudi's restore
+    table.restore(first)
+    monkeypatch.undo()
+    table = HudiTable.open(spark, table.path)
+    assert rows(table) == [(1, "a", "us"), (2, "b", "us")]
+    table.upsert(customers(spark, [(2, "again", "us")]))
+    assert rows(table) == [(1, "a", "us"), (2, "again", "us")]  # found, not stored twice
+    assert table.validate() == []
+
+
 def test_restore_to_a_savepoint_rolls_back_later_commits_their_files_and_the_index(spark, tmp_path):
     table, savepoint, at_savepoint = history_with_a_savepoint(spark, tmp_path)
     table.context.compact_index()  # the index base is now newer than the savepoint

@@ -274,6 +274,12 @@ class TableContext:
         if not self.index.is_built():
             self.build_index()
             return
+        if self._index_base_gone():
+            logger.info("table %s: the index's base instant %s is no longer on the timeline (another writer restored "
+                        "or rolled back the table); building it again from the snapshot", self.name,
+                        self.index.state()["base_instant"])
+            self.rebuild_index()
+            return
         foreign = self.foreign_commits()
         if foreign and isinstance(self.index, RecordIndex) and self.index.catch_up(foreign):
             logger.info("table %s: %d commit(s) from another writer (%s ... %s) taken from the metadata table's "
@@ -284,6 +290,14 @@ class TableContext:
             self.rebuild_index()
         elif isinstance(self.index, RecordIndex) and self.index.metadata_table.record_index_missing():
             self.bootstrap_record_index()
+
+    def _index_base_gone(self) -> bool:
+        """Whether the index's base instant is neither completed nor archived: Hudi's restore or
+        rollback removed commits the index holds (a removed commit after the base only hides
+        its delta, which is read only for completed instants)."""
+        base = self.index.state()["base_instant"]
+        through = self.timeline.archived().through
+        return base not in {i.timestamp for i in self.timeline.completed()} and (through is None or base > through)
 
     # ---- the steps of a write ---------------------------------------------------------------
     def check_writable(self) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import pyarrow as pa
 
@@ -380,14 +380,18 @@ class MetadataTable:
         return pa.table({"key": pa.concat_arrays(keys), "partition": pa.concat_arrays(partitions),
                          "file_id": pa.concat_arrays(file_ids)})
 
-    def problems(self, live: Dict[str, Dict[str, int]]) -> List[str]:
-        """How the `files` partition differs from `live` (the snapshot's files on storage: by
-        partition, name to size): every live file listed with its size."""
+    def problems(self, live: Dict[str, Dict[str, int]], on_storage: AbstractSet[str]) -> List[str]:
+        """How the `files` partition differs from storage: every live file (`live`: the committed
+        files on storage, by partition, name to size) listed with its size, and every file it
+        lists on storage (`on_storage`: relative paths)."""
         reader = self.reader()
         if reader is None:
             return []
-        listed = reader.files(live.keys())
-        out = []
+        listed = reader.files()
+        out = [f"metadata table: {path} is listed in its files partition but is not on storage"
+               for path in sorted(posixpath.join(partition, name) if partition else name
+                                  for partition, files in listed.items() for name in files)
+               if path not in on_storage]
         for partition, files in sorted(live.items()):
             for name, size in sorted(files.items()):
                 have = listed.get(partition, {}).get(name)

@@ -17,24 +17,24 @@ from typing import Dict, List, Optional, Tuple
 from ..index.record_index import RecordIndex
 from ..storage import faults
 from ..format import properties as props
-from ..format.archived_timeline import write_archive
+from ..format.archived_timeline import ArchivedView, write_archive
 from .archival import DEFAULT_KEEP_MAX_COMMITS, DEFAULT_KEEP_MIN_COMMITS, check_keep, plan_archive
 from .clustering import cluster
 from ..format.commit import CLUSTER
-from ..format.avro_metadata import CLEAN_METADATA, CLEANER_PLAN
+from .clean_instant import finish_clean, request_clean
 from .cleaner import (DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_FILE_VERSIONS, DEFAULT_RETAIN_HOURS, KEEP_LATEST_COMMITS,
                       KEEP_LATEST_FILE_VERSIONS, CleanPlan, CleanPolicy, plan_clean, unreadable_from)
 from ..errors import ConcurrentWriteError, ConfigurationError
 from ..context import TableContext
 from ..format.file_group import FileSystemView, parse_base_file_name
-from ..format.instant import (CLEAN, COMMIT, COMPLETED, INFLIGHT, REQUESTED, RESTORE, SAVEPOINT, SERVICE_ACTIONS,
+from ..format.instant import (CLEAN, COMPLETED, INFLIGHT, REQUESTED, RESTORE, SAVEPOINT, SERVICE_ACTIONS,
                               Instant, parse_instant_file_name)
 from ..storage.layout import (HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR,
                               markers_dir, writer_path)
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
-from .savepoint import drop_savepoint, savepointed_files, unfinished_savepoints
-from ..transaction import Writers, marked_files, reserve_service_time, writers_now
+from .savepoint import clean_of, drop_savepoint, savepointed_files, unfinished_savepoints
+from ..transaction import Writers, marked_files, writers_now
 
 logger = logging.getLogger("hudilite")
 from .validation import check_table, files_outside_hoodie
@@ -52,16 +52,12 @@ def clean(ctx: TableContext, policy: CleanPolicy, sweep: bool = False) -> CleanP
         writers = writers_now(ctx.storage, ctx.timeline)
         completed, in_flight = writers.completed, writers.first_in_flight()
         for instant in unfinished_savepoints(ctx.timeline):  # a savepoint drop that died
-            drop_savepoint(ctx, instant)
+            drop_savepoint(ctx, instant, lambda files: unfinished.append(clean_of(ctx, files, writers)))
         plan = _plan_settled(ctx, completed, in_flight, policy)
         if plan.files_to_delete:
-            instant = Instant(reserve_service_time(ctx.timeline, CLEAN, writers), CLEAN, REQUESTED)
-            record = cleaner_plan_record(plan, {i.timestamp: i.action for i in ctx.timeline.completed()}, ctx.storage)
-            ctx.timeline.write_service_instant(instant, CLEANER_PLAN, record)  # from here on, older instants are unreadable
-            ctx.timeline.write_service_instant(replace(instant, state=INFLIGHT), CLEANER_PLAN, record)
-            unfinished.append(replace(instant, state=INFLIGHT))
+            unfinished.append(request_clean(ctx, plan, writers))
     for instant in unfinished:
-        _finish_clean(ctx, instant, completed[-1] if completed else "")
+        finish_clean(ctx, instant, completed[-1] if completed else "")
     remove_zombie_files(ctx, sweep, writers=writers)
     return plan
 
@@ -88,62 +84,6 @@ def _plan(ctx: TableContext, view: FileSystemView, settled: List[str], policy: C
     if earliest is not None and (plan.earliest_retained is None or plan.earliest_retained < earliest):
         plan.earliest_retained = earliest
     return plan
-
-
-def _finish_clean(ctx: TableContext, instant: Instant, last_completed: str) -> None:
-    """Delete what a clean instant's plan lists, then complete it."""
-    begun = time.time()
-    plan = ctx.timeline.service_metadata(instant)
-    outcome = {}
-    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
-        names = [posixpath.basename(info["filePath"]) for info in infos]
-        deleted = []
-        for name in names:
-            path = posixpath.join(partition, name) if partition else name
-            if ctx.storage.is_file(path):
-                ctx.storage.delete_file(path)
-                deleted.append(name)
-            faults.reach("clean")
-        outcome[partition] = (names, deleted)
-    earliest = plan["earliestInstantToRetain"]
-    record = clean_metadata_record(instant.timestamp, plan["policy"], earliest["timestamp"] if earliest else "",
-                                   last_completed, outcome, int((time.time() - begun) * 1000))
-    with TableLock(ctx.storage):
-        done = replace(instant, state=COMPLETED)
-        if done not in ctx.timeline.service_instants(CLEAN):
-            MetadataTable(ctx.storage).record_deletions(instant.timestamp, {p: names for p, (names, _) in outcome.items()})
-            ctx.timeline.write_service_instant(done, CLEAN_METADATA, record)
-
-
-def cleaner_plan_record(plan: CleanPlan, actions: dict, storage) -> dict:
-    """A HoodieCleanerPlan: the earliest retained instant and the files to delete per partition."""
-    per_partition: dict = {}
-    for base_file in plan.files_to_delete:
-        per_partition.setdefault(base_file.partition, []).append(
-            {"filePath": storage.uri(base_file.path), "isBootstrapBaseFile": False})
-    earliest = plan.earliest_retained
-    return {
-        "earliestInstantToRetain": None if earliest is None else
-        {"timestamp": earliest, "action": actions.get(earliest, COMMIT), "state": COMPLETED},
-        "policy": plan.policy, "filesToBeDeletedPerPartition": None, "version": 2,
-        "filePathsToBeDeletedPerPartition": per_partition, "partitionsToBeDeleted": [],
-    }
-
-
-def clean_metadata_record(instant: str, policy: str, earliest: str, last_completed: str, outcome: dict,
-                          took_ms: int) -> dict:
-    """A HoodieCleanMetadata: per partition, the files planned and the files this clean deleted
-    (one that an earlier attempt deleted counts as planned only)."""
-    return {
-        "policy": policy, "startCleanTime": instant, "timeTakenInMillis": took_ms,
-        "totalFilesDeleted": sum(len(deleted) for _, deleted in outcome.values()),
-        "earliestCommitToRetain": earliest, "lastCompletedCommitTimestamp": last_completed,
-        "partitionMetadata": {partition: {
-            "partitionPath": partition, "policy": policy, "deletePathPatterns": names,
-            "successDeleteFiles": deleted, "failedDeleteFiles": [], "isPartitionDeleted": False,
-        } for partition, (names, deleted) in outcome.items()},
-        "version": 2, "bootstrapPartitionMetadata": None,
-    }
 
 
 @dataclass(frozen=True)
@@ -262,12 +202,13 @@ def _archival_may_be_due(ctx: TableContext, keep_max_commits: int) -> bool:
 
 
 def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
-             wait_for_index: bool) -> Tuple[List[str], bool]:
+             wait_for_index: bool, cleaned: bool = False) -> Tuple[List[str], bool]:
     """Under the table lock: the archive file first, then the archived view (from then on the
     instants are archived), then their files on the timeline; an archival that dies is
     finished by the next. Returns the archived instants, and whether the index's base held
     back some that were due (with `wait_for_index`, nothing is archived then)."""
     timeline = ctx.timeline
+    doomed_clean = None
     with TableLock(ctx.storage):
         archived = timeline.archived()
         _delete_instant_files(ctx, archived.through)
@@ -282,19 +223,35 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         held_by_index = len(chosen) < len(due)
         if (held_by_index and wait_for_index) or not chosen or _left_behind(ctx, view, chosen[-1]):
             return [], held_by_index
-        # a late task's file of an instant about to be archived would count as committed
-        remove_zombie_files(ctx, holding_lock=True, writers=writers)
-        commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= chosen[-1]]
-        texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
-        write_archive(ctx.storage, texts, ctx.timeline.archived_dir)
-        timeline.write_archived_view(archived.folded(commits))
-        faults.reach("archive")
         # Older slices only archived instants read (the file-versions policy keeps them) would
-        # drop out of every view: they go now.
-        for base_file in unreadable_from(view, chosen[-1]):
-            ctx.storage.delete_file(base_file.path)
-        _delete_instant_files(ctx, chosen[-1])
+        # drop out of every view: they go first, by a clean of their own (the metadata table
+        # records what a clean deletes; Hudi deletes data files only so), then archival goes on.
+        doomed = [f for f in unreadable_from(view, chosen[-1]) if ctx.storage.is_file(f.path)]
+        if doomed and cleaned:  # still there after their clean: the next archival tries again
+            return [], held_by_index
+        if doomed:
+            policy = ctx.clean_state().get("policy") or KEEP_LATEST_FILE_VERSIONS
+            doomed_clean = request_clean(ctx, CleanPlan(chosen[-1], doomed, policy), writers)
+        else:
+            # a late task's file of an instant about to be archived would count as committed
+            remove_zombie_files(ctx, holding_lock=True, writers=writers)
+            _archive_through(ctx, archived, chosen[-1])
+    if doomed_clean is not None:
+        finish_clean(ctx, doomed_clean, completed[-1])
+        return _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index, cleaned=True)
     return chosen, held_by_index
+
+
+def _archive_through(ctx: TableContext, archived: ArchivedView, through: str) -> None:
+    """Under the table lock: the archive file of the completed instants up to `through`, then
+    the archived view (from then on they are archived), then their files on the timeline."""
+    timeline = ctx.timeline
+    commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= through]
+    texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
+    write_archive(ctx.storage, texts, timeline.archived_dir)
+    timeline.write_archived_view(archived.folded(commits))
+    faults.reach("archive")
+    _delete_instant_files(ctx, through)
 
 
 def _left_behind(ctx: TableContext, view: FileSystemView, through: str) -> bool:
@@ -430,7 +387,7 @@ def validate(ctx: TableContext) -> List[str]:
         if path in committed:
             partition, _, name = path.rpartition("/")
             live.setdefault(partition, {})[name] = size
-    problems += MetadataTable(ctx.storage).problems(live)
+    problems += MetadataTable(ctx.storage).problems(live, on_disk.keys())
     view = ctx.timeline.view()
     # The index is checked against the snapshot, which cannot be read while a file of it is missing.
     readable = all(f.path in on_disk for f in view.latest_base_files())

@@ -70,7 +70,8 @@ def restore(ctx: TableContext, as_of) -> List[str]:
             faults.reach("restore")
         for savepointed in ctx.timeline.savepoints():
             if savepointed > target:
-                drop_savepoint(ctx, savepointed)
+                # the metadata table is down until the next write builds it from storage
+                drop_savepoint(ctx, savepointed, lambda files: [ctx.storage.delete_file(f.path) for f in files])
     _restore_index(ctx, target)
     with TableLock(ctx.storage):
         ctx.timeline.write_service_instant(replace(instant, state=COMPLETED), RESTORE_METADATA,

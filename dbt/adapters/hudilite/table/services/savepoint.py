@@ -11,16 +11,18 @@ from __future__ import annotations
 import getpass
 import posixpath
 import time
-from typing import Dict, List, Set
+from typing import Callable, Dict, List, Optional, Set
 
 from ..format.avro_metadata import SAVEPOINT_METADATA
-from .cleaner import KEEP_LATEST_FILE_VERSIONS, unreadable_from
+from .clean_instant import finish_clean, request_clean
+from .cleaner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, CleanPlan, unreadable_from
 from ..context import TableContext
 from ..errors import ConcurrentWriteError, TimelineError
 from ..format.instant import COMPLETED, INFLIGHT, SAVEPOINT, Instant
 from ..storage.lock import TableLock
 from ..format.timeline import Timeline
-from ..transaction import first_write_in_flight
+from ..format.file_group import BaseFile
+from ..transaction import Writers, first_write_in_flight
 
 
 def savepointed_files(timeline: Timeline) -> Set[str]:
@@ -67,14 +69,27 @@ def create_savepoint(ctx: TableContext, as_of=None, comments: str = "") -> str:
 
 
 def delete_savepoint(ctx: TableContext, instant: str) -> None:
-    """Drop a savepoint (or finish dropping one); the files it alone kept go with it."""
+    """Drop a savepoint (or finish dropping one); the files it alone kept go with it, by a clean
+    instant (so the metadata table is told)."""
+    cleans: List[Instant] = []
     with TableLock(ctx.storage):
         if ctx.pending_restore() is not None:
             raise TimelineError(f"table {ctx.name}: a restore is unfinished; finish it before deleting savepoints")
         if instant not in ctx.timeline.savepoints() + unfinished_savepoints(ctx.timeline):
             known = ", ".join(ctx.timeline.savepoints()) or "none"
             raise TimelineError(f"table {ctx.name}: no savepoint at {instant} (savepoints: {known})")
-        drop_savepoint(ctx, instant)
+        drop_savepoint(ctx, instant, lambda files: cleans.append(clean_of(ctx, files)))
+        latest = ctx.timeline.latest_completed()
+    for clean in cleans:
+        finish_clean(ctx, clean, latest.timestamp if latest else "")
+
+
+def clean_of(ctx: TableContext, files: List[BaseFile], writers: Optional[Writers] = None) -> Instant:
+    """Under the table lock: a clean instant of `files` that no retained snapshot reads (the
+    cleaner's earliest retained instant and policy stay as its last clean left them)."""
+    state = ctx.clean_state()
+    return request_clean(ctx, CleanPlan(state.get("earliest_retained"), files, state.get("policy") or KEEP_LATEST_COMMITS),
+                         writers)
 
 
 def unfinished_savepoints(timeline: Timeline) -> List[str]:
@@ -82,18 +97,20 @@ def unfinished_savepoints(timeline: Timeline) -> List[str]:
     return [i.timestamp for i in timeline.service_instants(SAVEPOINT) if not i.is_completed]
 
 
-def drop_savepoint(ctx: TableContext, instant: str) -> None:
+def drop_savepoint(ctx: TableContext, instant: str, dispose: Callable[[List[BaseFile]], None]) -> None:
     """Under the table lock: the completed file first (from then on nothing counts on the
     savepoint), then the files only it kept from the cleaner (which counts what it doomed
-    earlier as gone), then the inflight file. One that dies is finished by the next clean."""
+    earlier as gone) handed to `dispose` (a clean instant of them, or deleted), then the
+    inflight file. One that dies is finished by the next clean."""
     ctx.timeline.delete_instant_file(Instant(instant, SAVEPOINT, COMPLETED))
     state = ctx.clean_state()
     # KEEP_LATEST_FILE_VERSIONS plans from what is on storage: its next clean takes them.
     if state.get("earliest_retained") and state.get("policy") != KEEP_LATEST_FILE_VERSIONS:
         kept = savepointed_files(ctx.timeline)
-        for base_file in unreadable_from(ctx.timeline.view(), state["earliest_retained"]):
-            if base_file.path not in kept:
-                ctx.storage.delete_file(base_file.path)
+        orphans = [f for f in unreadable_from(ctx.timeline.view(), state["earliest_retained"])
+                   if f.path not in kept and ctx.storage.is_file(f.path)]
+        if orphans:
+            dispose(orphans)
     ctx.timeline.delete_instant_file(Instant(instant, SAVEPOINT, INFLIGHT))
 
 
