@@ -606,3 +606,29 @@ def test_a_write_that_fails_after_its_claim_is_undone_at_once(tmp_path, monkeypa
     assert not txn._heartbeat.is_alive()
     assert json.loads(storage.read_text(writer_path(txn.instant)))["state"] == transaction.ROLLED_BACK
     assert transaction.first_write_in_flight(storage, timeline) == ([], None)
+
+
+def test_a_claim_is_made_on_the_writes_first_listing_only_while_it_is_recent_and_behind_the_clock(tmp_path, monkeypatch):
+    from dbt.adapters.hudilite.table import transaction
+    from dbt.adapters.hudilite.table.format.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    storage.write_atomic(".hoodie/20261123000000001.commit", b"{}", layout.TMP_DIR)
+    storage.write_bytes(layout.writer_path("20261123000000002"), b"{}")  # a writer between claim and requested
+    timeline = Timeline(storage)
+    counted = _listings(storage, monkeypatch)
+    with timeline.pinned():
+        transaction.list_writers_first(timeline)
+        assert transaction._claims_of_first_listing(timeline) == ["20261123000000002"]
+        assert transaction._claims_of_first_listing(timeline) is None  # once
+        assert counted.count(".hoodie") == 1
+    with timeline.pinned():  # too old: the claim lists again
+        clock = iter([0.0, transaction.CLAIM_ON_LISTING_S + 1.0])
+        monkeypatch.setattr(transaction.time, "monotonic", lambda: next(clock))
+        transaction.list_writers_first(timeline)
+        assert transaction._claims_of_first_listing(timeline) is None
+    monkeypatch.undo()
+    storage.write_atomic(".hoodie/29991231000000001.commit", b"{}", layout.TMP_DIR)  # ahead of this clock
+    with timeline.pinned():  # the claim would take `newest + 1 ms`, not the clock: it lists again
+        transaction.list_writers_first(timeline)
+        assert transaction._claims_of_first_listing(timeline) is None

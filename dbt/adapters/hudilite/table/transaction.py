@@ -19,6 +19,7 @@ pid is never trusted alone (another host, another pid namespace, a reused pid).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import logging
 import os
@@ -34,7 +35,7 @@ from .format.commit import CommitMetadata
 from .conflict import KeysOf, find_conflict
 from .errors import ConcurrentWriteError
 from .metadata.timeline import instant_files
-from .format.instant import INFLIGHT, RESTORE, Instant, next_instant_time
+from .format.instant import INFLIGHT, RESTORE, Instant, format_instant_time, next_instant_time
 from .metadata.record_index import FOLDER as RECORD_INDEX_FOLDER
 from .metadata.table import MetadataTable
 from .storage.layout import WRITERS_DIR, marker_path, markers_dir, writer_instant, writer_path
@@ -160,21 +161,27 @@ def list_writers_first(timeline: Timeline) -> None:
     its own. A picture that listed the timeline already is left as it is."""
     if timeline.is_listed():
         return
+    began, wall = time.monotonic(), format_instant_time(dt.datetime.now(dt.timezone.utc))
     claims = claimed_instants(timeline.storage)
     timeline.instant_times()
-    timeline.storage.pinned_value(_FIRST_LISTING, lambda: (time.monotonic(), claims))
+    timeline.storage.pinned_value(_FIRST_LISTING, lambda: (began, wall, claims))
 
 
 def _claims_of_first_listing(timeline: Timeline) -> Optional[List[str]]:
-    """The claims `list_writers_first` listed, if that was at most CLAIM_ON_LISTING_S ago (once:
-    a second claim lists afresh). The window that keeps claim times in order runs from that
-    listing to the claim: a writer that claimed in it and also completed in it would not be seen."""
+    """The claims `list_writers_first` listed, if that began at most CLAIM_ON_LISTING_S ago and
+    every instant it saw is older than its start (once: a second claim lists afresh). A writer
+    that claimed after that listing and completed before this claim is not seen; the claim then
+    takes the clock's time, later than that writer's on the same clock, never `newest + 1 ms`,
+    which could be that writer's own time."""
     storage = timeline.storage
     if not storage.is_pinned(_FIRST_LISTING):
         return None
-    listed_at, claims = storage.pinned_value(_FIRST_LISTING, lambda: None)
+    began, wall, claims = storage.pinned_value(_FIRST_LISTING, lambda: None)
     storage.forget(_FIRST_LISTING)
-    return claims if time.monotonic() - listed_at <= CLAIM_ON_LISTING_S else None
+    seen = timeline.instant_times() + claims
+    if time.monotonic() - began > CLAIM_ON_LISTING_S or (seen and max(seen) >= wall):
+        return None
+    return claims
 
 
 def reserve_service_time(timeline: Timeline, action: str, writers: Optional["Writers"] = None) -> str:
@@ -327,8 +334,8 @@ class WriteTransaction:
             claims = _list_writers(self.timeline)
         self.instant = self._claim(claims)
         self._claimed_at = time.monotonic()
-        on_timeline = {i.timestamp for i in self.timeline.instants()}
-        self._began_alone = not self.timeline.pending() and on_timeline.issuperset(claims)
+        # A service's claim (a clean's, a restore's) names its instant on the timeline.
+        self._began_alone = not self.timeline.pending() and set(self.timeline.instant_times()).issuperset(claims)
         _active_in_this_process.add(self.instant)
         # From the listing the claim was made on, which the write plans on too: a commit after it
         # is not in `seen`, and is checked for conflicts (nothing slips by).

@@ -181,6 +181,12 @@ def _shards_of(paths: Iterable[str], kind: re.Pattern) -> List[int]:
     return sorted({int(m[1]) for m in map(kind.match, paths) if m})
 
 
+def _base_shards(instant: str, written: Iterable[str]) -> dict:
+    """The shards a base of `instant` has files in, named with it: a state an older hudilite
+    moves to another base carries them along unchanged, and they are then not taken."""
+    return {"instant": instant, "shards": _shards_of(written, _BASE_PATH)}
+
+
 def recorded_deltas(files: Iterable[str]) -> Dict[str, str]:
     """What a commit records of its index files (`DELTAS_KEY`): the shards it wrote a delta to."""
     return {DELTAS_KEY: ",".join(map(str, _shards_of(files, _DELTA_PATH)))}
@@ -434,15 +440,19 @@ class RecordIndex(TableIndex):
                                self.storage.base_path, str(err).splitlines()[0] if str(err) else type(err).__name__)
             else:
                 if sum(written.values()) != rows:
-                    # Wrong for Hudi's readers and writers too: taken off, and built again by the caller.
-                    self.metadata_table.take_off_record_index(f"{sum(written.values())} live keys, the snapshot "
-                                                              f"{rows} rows")
+                    logger.warning("record index at %s: record_index holds %d live keys, the snapshot %d rows; "
+                                   "built from the snapshot", self.storage.base_path, sum(written.values()), rows)
+                    # Wrong for Hudi's readers and writers too: taken off, and built again by the
+                    # caller; not when the snapshot holds a key twice (Hudi's insert may store it so).
+                    if sum(written.values()) != snapshot.select(RECORD_KEY).distinct().count():
+                        self.metadata_table.take_off_record_index(f"{sum(written.values())} live keys, the "
+                                                                  f"snapshot {rows} rows")
                     written = None
         if written is None:
             written, built_from = self._write(entries_of(snapshot), instant, BASE, sharding, DIGESTS), "snapshot"
         self.files.write_state(dict(sharding.state(), entry_key=DIGESTS, base_instant=instant,
                                     entries_at_build=sum(written.values()), built_from=built_from,
-                                    **{BASE_SHARDS: _shards_of(written, _BASE_PATH)}))
+                                    **{BASE_SHARDS: _base_shards(instant, written)}))
         self._delete_bases_not_written(instant, set(written))
         return sum(written.values())
 
@@ -604,9 +614,10 @@ class RecordIndex(TableIndex):
         recorded (`recorded_deltas`); None when one of them did not record them (written before
         they did, or by Hudi's writer, whose keys come in deltas of its instants: `catch_up`)."""
         base = state["base_instant"]
-        if metadata_of is None or BASE_SHARDS not in state:
+        recorded_base = state.get(BASE_SHARDS) or {}
+        if metadata_of is None or recorded_base.get("instant") != base:
             return None
-        files: FilesByShard = {shard: [(base, shard_path(shard, base, BASE))] for shard in state[BASE_SHARDS]}
+        files: FilesByShard = {shard: [(base, shard_path(shard, base, BASE))] for shard in recorded_base["shards"]}
         for instant in completed:
             if instant.timestamp <= base:
                 continue
@@ -700,7 +711,7 @@ class RecordIndex(TableIndex):
         kept = {k: v for k, v in state.items() if k not in Sharding.STATE_KEYS and k != "built_from"}  # of the base it replaces
         superseded = [p for per_shard in files.values() for _, p in per_shard]
         self.files.finish_compaction(dict(kept, **sharding.state(), entry_key=DIGESTS, base_instant=instant,
-                                          **{BASE_SHARDS: _shards_of(written, _BASE_PATH)}), superseded)
+                                          **{BASE_SHARDS: _base_shards(instant, written)}), superseded)
 
 
 def _with_digests(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

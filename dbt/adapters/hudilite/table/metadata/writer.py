@@ -36,7 +36,7 @@ from ..storage.filesystem import Storage
 from ..storage.layout import METADATA_TABLE_DIR, TMP_DIR, PARTITION_METADATA
 from ..storage.lock import check_lease
 from ..errors import CorruptTableError
-from .reader import (DELETE_BLOCK, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, FileSlice, MetadataTableReader,
+from .reader import (DATA_INSTANT_DIGITS, DELETE_BLOCK, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, FileSlice, MetadataTableReader,
                      delete_block_content, latest_slices)
 from .record_index import file_group
 from .timeline import COMMIT, COMPACTION, DELTA_COMMIT, TIMELINE_DIR, parse
@@ -210,7 +210,9 @@ class MetadataTableWriter:
                 on_file(posixpath.join(folder, name))
             if self.storage.create_exclusive(posixpath.join(folder, name), data):
                 break
-            version += 1  # another writer took this version meanwhile
+            # another writer took this version meanwhile: its log joins the slice
+            piece = self.latest_slices(FILES)[FILES_GROUP]
+            version = max([version] + [parse_log_file_name(n).version for n in piece.logs]) + 1
         self._publish(instant, DELTA_COMMIT, body)
         return len(piece.logs) + 1
 
@@ -234,7 +236,17 @@ class MetadataTableWriter:
         if (body.get("extraMetadata") or {}).get(WHOLE_FILES_SLICE) != "true" or len(stats) != 1:
             return None
         stat = stats[0]
-        return FileSlice(FILES_GROUP, stat.get("baseFile") or None, stat.get("prevCommit"), list(stat.get("logFiles") or []))
+        piece = FileSlice(FILES_GROUP, stat.get("baseFile") or None, stat.get("prevCommit"), list(stat.get("logFiles") or []))
+        # Writers publish out of instant order, and Hudi's writer may compact below our newest
+        # instant: the slice is taken only when no compaction followed its base and each data
+        # instant's deltacommit since its base has its log in it (a partition's initialization,
+        # `<T>011`, writes none).
+        after_base = {i: a for i, a in completed.items() if piece.base_instant is None or i > piece.base_instant}
+        if any(a != DELTA_COMMIT for a in after_base.values()):
+            return None
+        if len([i for i in after_base if len(i) == DATA_INSTANT_DIGITS]) != len(piece.logs):
+            return None
+        return piece
 
     def latest_slices(self, partition: str, timeline: Optional[List[str]] = None) -> Dict[str, FileSlice]:
         """The slices new logs join, by file group: each group's newest base a completed instant
