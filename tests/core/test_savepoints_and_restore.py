@@ -357,6 +357,15 @@ def test_the_file_versions_policy_lets_archival_go_on_and_leaves_no_file_behind(
     assert hoodie(table, ".clean") == cleans
     assert rows(table) == [(1, "v8", "us"), (2, "e2", "eu")]
     assert table.validate() == []
+    # The cleans archival made never moved the earliest readable instant back: every instant
+    # from it on reads, every one before it is refused by name (not a missing file).
+    earliest = table.earliest_readable_instant()
+    for instant in [i.timestamp for i in table.timeline() if i.is_completed]:
+        if instant >= earliest:
+            rows(table, as_of=instant)
+        else:
+            with pytest.raises(TimelineError, match="was cleaned"):
+                table.read(as_of=instant)
     assert_hudi_rs_agrees(table)
 
 

@@ -295,9 +295,15 @@ class TableContext:
         """Whether the index's base instant is neither completed nor archived: Hudi's restore or
         rollback removed commits the index holds (a removed commit after the base only hides
         its delta, which is read only for completed instants)."""
-        base = self.index.state()["base_instant"]
-        through = self.timeline.archived().through
-        return base not in {i.timestamp for i in self.timeline.completed()} and (through is None or base > through)
+        def gone(base: str) -> bool:
+            through = self.timeline.archived().through
+            return base not in {i.timestamp for i in self.timeline.completed()} and (through is None or base > through)
+        if not gone(self.index.state()["base_instant"]):
+            return False
+        # The timeline was listed before the state was read: a commit and a compaction of the
+        # index since would look like a base gone. Asked again on a fresh listing.
+        self.timeline.refresh()
+        return gone(self.index.state()["base_instant"])
 
     # ---- the steps of a write ---------------------------------------------------------------
     def check_writable(self) -> None:

@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 # In a commit's extraMetadata: the shards it wrote a delta to (comma-separated), so that a lookup
 # finds the deltas without listing the index; with the base's shards in the state file.
 DELTAS_KEY = "hudilite.recordIndexDeltas"
-BASE_SHARDS = "base_shards"
+BASE_SHARDS = "base_shard_files"
 _DELTA_PATH = re.compile(r"^" + re.escape(RECORD_INDEX_DIR) + r"/shard=(\d+)/\d{17}\.delta\.parquet$")
 _BASE_PATH = re.compile(r"^" + re.escape(RECORD_INDEX_DIR) + r"/shard=(\d+)/\d{17}\.base\.parquet$")
 CAUGHT_UP_FILE = "caught_up.json"  # another writer's commits taken from record_index (`catch_up`)
@@ -614,8 +614,8 @@ class RecordIndex(TableIndex):
         recorded (`recorded_deltas`); None when one of them did not record them (written before
         they did, or by Hudi's writer, whose keys come in deltas of its instants: `catch_up`)."""
         base = state["base_instant"]
-        recorded_base = state.get(BASE_SHARDS) or {}
-        if metadata_of is None or recorded_base.get("instant") != base:
+        recorded_base = state.get(BASE_SHARDS)
+        if metadata_of is None or not isinstance(recorded_base, dict) or recorded_base.get("instant") != base:
             return None
         files: FilesByShard = {shard: [(base, shard_path(shard, base, BASE))] for shard in recorded_base["shards"]}
         for instant in completed:

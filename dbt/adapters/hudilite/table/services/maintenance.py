@@ -230,8 +230,10 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         if doomed and cleaned:  # still there after their clean: the next archival tries again
             return [], held_by_index
         if doomed:
-            policy = ctx.clean_state().get("policy") or KEEP_LATEST_FILE_VERSIONS
-            doomed_clean = request_clean(ctx, CleanPlan(chosen[-1], doomed, policy), writers)
+            state = ctx.clean_state()  # its earliest retained instant never moves back
+            earliest = max(t for t in (chosen[-1], state.get("earliest_retained")) if t)
+            doomed_clean = request_clean(ctx, CleanPlan(earliest, doomed, state.get("policy") or KEEP_LATEST_FILE_VERSIONS),
+                                         writers)
         else:
             # a late task's file of an instant about to be archived would count as committed
             remove_zombie_files(ctx, holding_lock=True, writers=writers)
@@ -387,7 +389,13 @@ def validate(ctx: TableContext) -> List[str]:
         if path in committed:
             partition, _, name = path.rpartition("/")
             live.setdefault(partition, {})[name] = size
-    problems += MetadataTable(ctx.storage).problems(live, on_disk.keys())
+    # A clean under way deletes files before the metadata table hears of them (at its completion).
+    cleaning = {posixpath.join(partition, posixpath.basename(info["filePath"])) if partition else
+                posixpath.basename(info["filePath"])
+                for instant in ctx.timeline.service_instants(CLEAN) if not instant.is_completed
+                for partition, infos in (ctx.timeline.service_metadata(instant).get("filePathsToBeDeletedPerPartition")
+                                         or {}).items() for info in infos}
+    problems += MetadataTable(ctx.storage).problems(live, on_disk.keys() | cleaning)
     view = ctx.timeline.view()
     # The index is checked against the snapshot, which cannot be read while a file of it is missing.
     readable = all(f.path in on_disk for f in view.latest_base_files())
