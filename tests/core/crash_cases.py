@@ -1,6 +1,14 @@
-"""The tables and batches of the crash tests, and the rows each write leaves (pure)."""
+"""The tables and batches of the crash tests, the rows each write leaves, and the killed
+writer's launch (`start_writer`)."""
 
+import os
+import sys
 from typing import Dict, List, Tuple
+
+from dbt.adapters.hudilite.table.storage.faults import KILL_AT
+from tests.core.process_groups import run_in_own_group
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 Row = Tuple[int, str, str]  # id, value, day
 
@@ -49,3 +57,11 @@ def rows_after(operation: str, before: List[Row]) -> List[Row]:
         return sorted(by_id.values())
     gone = {r[0] for r in batch}
     return sorted(r for r in before if r[0] not in gone)
+
+
+def start_writer(path: str, operation: str, phase: str):
+    """`crash_writer.py` on the table at `path` in its own process group, killed at `phase`:
+    (return code, stdout, stderr)."""
+    env = dict(os.environ, **{KILL_AT: phase}, PYTHONPATH=ROOT)
+    return run_in_own_group([sys.executable, os.path.join(ROOT, "tests", "core", "crash_writer.py"), path, operation],
+                            300, env=env)

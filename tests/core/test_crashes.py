@@ -8,22 +8,19 @@ everything, `-m crash` the marked ones alone."""
 
 import os
 import signal
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
-from dbt.adapters.hudilite.table.storage.faults import KILL_AT, PHASES
+from dbt.adapters.hudilite.table.storage.faults import PHASES
 from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR
-from tests.core.crash_cases import START, rows_after
+from tests.core.crash_cases import START, rows_after, start_writer
 from tests.core.hudi_rs import assert_hudi_rs_agrees
-from tests.core.process_groups import run_in_own_group
 from tests.selection import selected_cases
 
 OPERATIONS = ("append", "insert_overwrite", "table", "merge", "merge_parallel", "delete", "cluster")
 PUBLISHED = ("after_publish", "clean", "compaction", "archive")  # the write is committed when these are reached
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def start_table(spark, path, keyed):
@@ -53,13 +50,6 @@ CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",
 WRITERS_AT_ONCE = 3
 
 
-def start_writer(table, operation, phase):
-    """`crash_writer.py` in its own process group, killed at `phase`: (return code, stdout, stderr)."""
-    env = dict(os.environ, **{KILL_AT: phase}, PYTHONPATH=ROOT)
-    return run_in_own_group(
-        [sys.executable, os.path.join(ROOT, "tests", "core", "crash_writer.py"), table.path, operation], 300, env=env)
-
-
 @pytest.fixture(scope="module")
 def killed_writes(request, spark, tmp_path_factory):
     """case id -> (table, rows before, the writer's future) of every selected case, started as the
@@ -75,7 +65,7 @@ def killed_writes(request, spark, tmp_path_factory):
                 keyed = operation in ("merge", "merge_parallel", "delete")
                 table = start_table(spark, str(tmp_path_factory.mktemp(case) / "t"), keyed)
                 before = contents(table)
-                started[case] = (table, before, pool.submit(start_writer, table, operation, phase))
+                started[case] = (table, before, pool.submit(start_writer, table.path, operation, phase))
             yield started
         finally:
             for _, _, writer in started.values():

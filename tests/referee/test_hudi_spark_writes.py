@@ -2,10 +2,13 @@
 after every step both read the same rows, no key is stored twice, and our record index knows
 the keys Hudi's writer inserted and forgets those it deleted."""
 
+import signal
+
 import pytest
 
 from dbt.adapters.hudilite.table import HudiTable
 from dbt.adapters.hudilite.table.context import TableContext
+from tests.core.crash_cases import START, start_writer
 from tests.referee.test_hudi_spark_reads import compare
 from tests.referee.values import plain_rows
 
@@ -239,3 +242,32 @@ def test_hudi_writer_keys_a_timestamp_as_we_do(spark, hudi_spark, tmp_path):
         ("1704112496000000", "java"), ("1704112497000000", "ours1"), ("1704112498000000", "ours-again")]
     compare("timestamp keys", ours, hudi_spark.snapshot(table.path))
     assert table.validate() == []
+
+
+@pytest.fixture(scope="module")
+def killed_between_deltacommits(spark, tmp_path_factory):
+    """A keyed table whose upsert was killed after the metadata table's deltacommit completed
+    and before the data instant did (one process, read by every Hudi version): the table and
+    its rows before the upsert."""
+    table = HudiTable.create(spark, str(tmp_path_factory.mktemp("killed") / "t"), "crash", partition_by="day",
+                             record_key="id")
+    rows = spark.createDataFrame(START, "id long, v string, day string")
+    table.insert(rows.where("id < 15"))
+    table.upsert(rows.where("id >= 15"))
+    before = table.read().collect()
+    returncode, out, err = start_writer(table.path, "merge", "metadata_deltacommit")
+    assert returncode == -signal.SIGKILL, f"the upsert was not killed: {returncode}\n{out}\n{err[-3000:]}"
+    return table, before
+
+
+def test_hudis_reader_reads_a_write_killed_between_its_two_deltacommits_as_before_it(
+        spark, hudi_spark, killed_between_deltacommits):
+    """Hudi's reader with its metadata table on takes no deltacommit whose data instant did not
+    complete (RFC-15): it lists, through the metadata table, the files it listed before."""
+    table, before = killed_between_deltacommits
+    table = HudiTable.open(spark, table.path)
+    assert sorted(map(tuple, table.read().collect())) == sorted(map(tuple, before))
+    assert [i for i in table.timeline() if not i.is_completed]  # the killed upsert, pending
+    compare("a write killed between the two deltacommits", table.read(), hudi_spark.snapshot(table.path))
+    latest = [i for i in table.timeline() if i.is_completed][-1].timestamp
+    compare("time travel to before it", table.read(as_of=latest), hudi_spark.snapshot(table.path, latest))
