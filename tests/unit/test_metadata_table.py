@@ -81,7 +81,7 @@ def test_the_files_slice_is_taken_from_the_newest_deltacommit_only_when_it_names
     _deltacommit(storage, "20261129000000200", [log(1), log(2)])
     _deltacommit(storage, "20261129000000200011", [])  # record_index's initialization: no files log
     slice_ = writer.recorded_files_slice(storage.list_names(TIMELINE_DIR), writing="")
-    assert slice_ is None  # the newest is the initialization, which names no slice
+    assert slice_ is None  # the newest, the initialization, names none of the two logs since the base
     _deltacommit(storage, "20261129000000300", [log(1), log(2), log(3)])
     slice_ = writer.recorded_files_slice(storage.list_names(TIMELINE_DIR), writing="")
     assert slice_ is not None and slice_.logs == [log(1), log(2), log(3)]

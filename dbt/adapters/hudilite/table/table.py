@@ -58,8 +58,8 @@ def _field_list(value: Fields) -> List[str]:
 
 def _write(method):
     """A write plans on one listing of the timeline (`Timeline.pinned`), not one per question,
-    taken after the claims so that its claim lists nothing again; its commit, under the table
-    lock, lists it again."""
+    taken after the claims so that its claim, made soon after, lists nothing again
+    (`transaction.list_writers_first`); its commit lists it again."""
     @functools.wraps(method)
     def write(self, *args, **kwargs):
         with self.context.timeline.pinned():

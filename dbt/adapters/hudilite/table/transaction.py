@@ -1,6 +1,10 @@
 """One write's life cycle on the driver: claim an instant, keep a heartbeat, publish or roll back.
 
-Protocol: claim T (exclusive create of `.hoodie/.hudilite/writers/<T>.json`), write
+Protocol: claim T (exclusive create of `.hoodie/.hudilite/writers/<T>.json`), later than every
+instant and claim of a listing of the claims, then the timeline: the write's first listing when
+at most CLAIM_ON_LISTING_S old and behind the clock (`_claims_of_first_listing`; writers on
+hosts whose clocks disagree by more than that window's length could then claim out of order, as
+Hudi's own writers can at any time), else one of its own. Then write
 `<T>.<action>.requested`, then the inflight file, let the tasks write base files (each one
 after its marker), reconcile the markers with the tasks' write stats (files of retried or
 speculative attempts are deleted), then, under the table lock, check for conflicts with the
@@ -45,7 +49,7 @@ from .format.timeline import Timeline
 
 HEARTBEAT_INTERVAL_S = 5.0
 PUBLISH_DOUBT_S = 30.0  # an object store's PUT whose answer was lost may land this long after
-CLAIM_ON_LISTING_S = 2.0  # a claim may be made on a write's first listing this old: no whole write fits in it
+CLAIM_ON_LISTING_S = 2.0  # a claim may be made on a write's first listing this old (`_claims_of_first_listing`)
 BRIEF_WRITE_S = 10.0  # a write this short, begun with no other in flight, lists the timeline only under its lock
 HEARTBEAT_TIMEOUT_S = 60.0
 CLOCK_SKEW_TOLERANCE_S = 30.0
@@ -152,7 +156,8 @@ def _list_writers(timeline: Timeline) -> List[str]:
     return claims
 
 
-_FIRST_LISTING = "claims listed before the timeline"  # a pinned value: (monotonic time, claims)
+# A pinned value: (monotonic time and wall-clock instant time at the listing's start, the claims).
+_FIRST_LISTING = "claims listed before the timeline"
 
 
 def list_writers_first(timeline: Timeline) -> None:
@@ -307,8 +312,9 @@ class WriteTransaction:
         self._began_alone = False  # no other writer was in flight at the claim
         self._claimed_at = 0.0
         self.metadata_table = MetadataTable(storage)
-        # From the start to the commit, the write plans on one listing of the timeline (with its
-        # own transitions taken in), not one per question; the commit lists again under its lock.
+        # From the start to the end of its commit, the write plans on one listing of the timeline
+        # (with its own transitions taken in), not one per question; its commit lists again before
+        # its lock (unless the write was brief and alone) and under it (every table lock does).
         self._planning = contextlib.ExitStack()
 
     def __enter__(self) -> "WriteTransaction":
@@ -365,13 +371,14 @@ class WriteTransaction:
     def commit(self, metadata: CommitMetadata, private_files: Iterable[str] = (), record_index_planned: bool = False) -> None:
         """Keep exactly the files the successful task attempts reported (base files in the
         metadata, others such as index deltas and the metadata table's record_index logs
-        apart), then, under the table lock, check for conflicts and publish.
+        apart), check for conflicts with what completed since the write began (before the lock,
+        then under it what completed since), and publish under the table lock.
         `record_index_planned`: the write wrote record_index logs (maybe none) among them."""
         # What completed while the tasks ran is compared before the lock (reading keys can take a
         # while), and only what completed since under it. A brief write begun with no other in
         # flight skips that listing: a writer that claimed after it and finished before its lock
-        # wrote little, and is compared under the lock. The planning picture ends at the lock,
-        # which reads everything afresh.
+        # wrote little, and is compared under the lock. The table lock reads everything afresh;
+        # the planning picture ends after the commit.
         if not self._began_alone or time.monotonic() - self._claimed_at > BRIEF_WRITE_S:
             self.timeline.refresh()
         try:

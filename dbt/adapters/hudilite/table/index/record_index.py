@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 # In a commit's extraMetadata: the shards it wrote a delta to (comma-separated), so that a lookup
 # finds the deltas without listing the index; with the base's shards in the state file.
 DELTAS_KEY = "hudilite.recordIndexDeltas"
-BASE_SHARDS = "base_shard_files"
+BASE_SHARDS = "base_shard_numbers"
 _DELTA_PATH = re.compile(r"^" + re.escape(RECORD_INDEX_DIR) + r"/shard=(\d+)/\d{17}\.delta\.parquet$")
 _BASE_PATH = re.compile(r"^" + re.escape(RECORD_INDEX_DIR) + r"/shard=(\d+)/\d{17}\.base\.parquet$")
 CAUGHT_UP_FILE = "caught_up.json"  # another writer's commits taken from record_index (`catch_up`)
@@ -424,7 +424,9 @@ class RecordIndex(TableIndex):
         this one is its cache; its entries at file groups not in `view` dropped), else from
         `snapshot`'s keys. A record_index that holds another number of live keys than the
         snapshot's rows (half dropped by a writer that died, say), or that cannot be read, is
-        not taken: the snapshot is. `num_shards` defaults to one per ENTRIES_PER_SHARD entries.
+        not taken: the snapshot is; one with another count than the snapshot's distinct keys is
+        also taken off the metadata table's partitions (the caller builds it again).
+        `num_shards` defaults to one per ENTRIES_PER_SHARD entries.
         A build as of the instant of the current base (a rebuild) deletes the base files of that
         instant it did not write: of shards it left empty, of another format or hash."""
         entries = self.record_index_entries(view)

@@ -17,7 +17,10 @@
   commit. Slices older than the previous base are then cleaned.
 
 Log files are made with create-if-absent, one per deltacommit (object stores cannot append), at
-the next version after the newest one of the slice.
+the next version after the newest one of the slice. Which slice: the one the newest deltacommit
+recorded (`hudilite.filesSliceWhole`: its `files` stat names every log) when nothing else is
+pending and nothing was compacted or written out of order since (`recorded_files_slice`), else
+a listing of the partition.
 """
 
 from __future__ import annotations

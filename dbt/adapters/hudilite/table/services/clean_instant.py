@@ -2,7 +2,8 @@
 HoodieCleanerPlan) under the table lock before the first file goes, the files deleted, then
 the metadata table told what went and the instant completed (a HoodieCleanMetadata). One that
 dies is finished from its plan by the next clean. The cleaner (`cleaner.py`) plans what to
-delete; archival and a savepoint's drop delete files only through a clean instant too."""
+delete; archival and a savepoint's drop delete files only through a clean instant too (a
+restore deletes its files directly: it takes the metadata table down first)."""
 
 from __future__ import annotations
 

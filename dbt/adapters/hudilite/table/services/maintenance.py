@@ -202,11 +202,14 @@ def _archival_may_be_due(ctx: TableContext, keep_max_commits: int) -> bool:
 
 
 def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
-             wait_for_index: bool, cleaned: bool = False) -> Tuple[List[str], bool]:
+             wait_for_index: bool, after_own_clean: bool = False) -> Tuple[List[str], bool]:
     """Under the table lock: the archive file first, then the archived view (from then on the
     instants are archived), then their files on the timeline; an archival that dies is
-    finished by the next. Returns the archived instants, and whether the index's base held
-    back some that were due (with `wait_for_index`, nothing is archived then)."""
+    finished by the next. Older slices only the chosen instants read, still on storage, go
+    first by a clean instant of their own (requested under the lock, finished after it), and
+    archival is planned again (`after_own_clean`: once). Returns the archived instants, and
+    whether the index's base held back some that were due (with `wait_for_index`, nothing is
+    archived then)."""
     timeline = ctx.timeline
     doomed_clean = None
     with TableLock(ctx.storage):
@@ -227,7 +230,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
         # drop out of every view: they go first, by a clean of their own (the metadata table
         # records what a clean deletes; Hudi deletes data files only so), then archival goes on.
         doomed = [f for f in unreadable_from(view, chosen[-1]) if ctx.storage.is_file(f.path)]
-        if doomed and cleaned:  # still there after their clean: the next archival tries again
+        if doomed and after_own_clean:  # still there after their clean: the next archival tries again
             return [], held_by_index
         if doomed:
             state = ctx.clean_state()  # its earliest retained instant never moves back
@@ -240,7 +243,7 @@ def _archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int,
             _archive_through(ctx, archived, chosen[-1])
     if doomed_clean is not None:
         finish_clean(ctx, doomed_clean, completed[-1])
-        return _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index, cleaned=True)
+        return _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index, after_own_clean=True)
     return chosen, held_by_index
 
 
