@@ -7,6 +7,7 @@ import pytest
 from dbt.adapters.hudilite.table import ConcurrentWriteError, FileSizing, HudiTable
 from dbt.adapters.hudilite.table.index import files as index_files
 from dbt.adapters.hudilite.table.format.instant import INFLIGHT, Instant
+from dbt.adapters.hudilite.table import transaction
 from dbt.adapters.hudilite.table.transaction import rollback
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
@@ -55,15 +56,23 @@ def test_writers_touching_different_file_groups_both_commit(spark, tmp_path):
 
 @pytest.mark.parametrize("small_write_bytes", [None, 0])  # the one-task path, the parallel path
 def test_a_writer_rewriting_a_file_group_another_rewrote_meanwhile_fails_and_leaves_nothing(spark, tmp_path,
-                                                                                           small_write_bytes):
+                                                                                           small_write_bytes, monkeypatch):
+    # Begun with no other writer in flight, and brief: the commit skips the listing before its
+    # lock, so the other writer's commit is found, and refused against, under the lock alone.
+    alone = []
+    commit = transaction.WriteTransaction.commit
+    monkeypatch.setattr(transaction.WriteTransaction, "commit",
+                        lambda txn, *a, **k: (alone.append(txn._began_alone), commit(txn, *a, **k))[1])
     table = keyed_table(spark, tmp_path)
     if small_write_bytes is not None:
         table.file_sizing = FileSizing(small_write_bytes=small_write_bytes)
     before = table.timeline()
+    alone.clear()  # the setup's own writes
     other = HudiTable.open(spark, table.path)
     theirs = while_writing(table, lambda: other.upsert(customers(spark, [(2, "bob2", "eu")])))
     with pytest.raises(ConcurrentWriteError, match=r"conflicts: instant \d{17} \(UPSERT\) also rewrote file group"):
         table.upsert(customers(spark, [(1, "ann2", "eu")]))  # same file group (eu) as key 2
+    assert alone == [False, True]  # the other writer's (ours was in flight), then ours
     assert [i.timestamp for i in table.timeline()] == [i.timestamp for i in before] + theirs
     assert rows(table) == [(1, "ann", "eu"), (2, "bob2", "eu"), (3, "cy", "us")]  # no lost update, no half write
     assert parquet_files_on_disk(table.path) == committed_files(table)
