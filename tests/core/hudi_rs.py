@@ -78,6 +78,9 @@ def assert_hudi_rs_agrees(table, expect_empty=False):
     assert bool(latest) != expect_empty, f"the latest snapshot has {len(latest)} rows; expected {'none' if expect_empty else 'some'}"
     for instant in completed:
         _compare(table.read(as_of=instant), hudi_rs_snapshot(table.path, instant), f"as of {instant}")
+    if table.context.timeline.orders_by_completion:
+        _compare_changes_by_completion(table, [i for i in table.timeline() if i.is_completed and i.timestamp >= earliest])
+        return
     # A changes read past a write in flight is refused (that write may still publish into the
     # range): compare every range before it, and check the refusal of the first one past it.
     _, in_flight = first_write_in_flight(table.context.storage, table.context.timeline)
@@ -92,3 +95,19 @@ def assert_hudi_rs_agrees(table, expect_empty=False):
         # hudi-rs reads changes from the active timeline only; hudilite's reach into the archive.
         start = table.context.timeline.archived().through or "0"
         _compare(table.read_changes(start, final[-1]), hudi_rs_changes(table.path, start, final[-1]), "all changes")
+
+
+def _compare_changes_by_completion(table, instants):
+    """Timeline layout 2: a changes range is in completion times (Hudi 1.x, hudi-rs 0.5). Compare
+    the ranges between consecutive completions, between consecutive instant times (bounds that
+    are no completion), and all changes."""
+    completions = sorted(i.completed_at for i in instants)
+    requested = sorted(i.timestamp for i in instants)
+    for bounds in (completions, requested):
+        for start, end in zip(bounds, bounds[1:]):
+            _compare(table.read_changes(start, end), hudi_rs_changes(table.path, start, end), f"changes ({start}, {end}]")
+    if completions:
+        # hudi-rs reads changes from the active timeline only; hudilite's reach into the history.
+        start = max(table.context.timeline.archived_completions().values(), default="0")
+        _compare(table.read_changes(start, completions[-1]), hudi_rs_changes(table.path, start, completions[-1]),
+                 "all changes")

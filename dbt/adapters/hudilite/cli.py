@@ -121,7 +121,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("root")
     p.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    from .table.errors import HudiliteError
 
+    try:
+        return _run(parser, args)
+    except HudiliteError as err:  # a refusal or a bad table: said in one line, the table as it was
+        print(f"hudilite {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(parser: argparse.ArgumentParser, args) -> int:
     from .session import spark_session
     from .table import HudiTable
 

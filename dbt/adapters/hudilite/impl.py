@@ -433,10 +433,7 @@ class HudiliteAdapter(SparkAdapter):
             raise CompilationError(f"model '{reader.identifier}': no commit of its table keeps a checkpoint of {source}'s "
                                    f"changes (archived, or the model read with an explicit start before); {fix}")
         upstream = catalog.open(relation.schema, relation.identifier)
-        timeline = upstream.context.timeline if upstream is not None else None
-        archived_through = timeline.archived().through if timeline is not None else None
-        if timeline is None or not (any(i.timestamp == checkpoint for i in timeline.completed())
-                                    or (archived_through is not None and checkpoint <= archived_through)):
+        if upstream is None or not upstream.context.timeline.has_completion(checkpoint):
             raise CompilationError(f"model '{reader.identifier}': its checkpoint {checkpoint} is no longer an instant of "
                                    f"{source} (restored or rebuilt since), so which rows changed cannot be told; {fix}")
         return checkpoint

@@ -29,7 +29,7 @@ from .index.table_index import IndexChange, TableIndex, file_id_of
 from .format.instant import CLEAN, RESTORE, Instant
 from .index.key_ranges import KeyRangeIndex
 from .format.keygen import PartitionFormat, formats_in_task, partition_grouping, task_row_index
-from .storage.layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir
+from .storage.layout import CLEAN_STATE, PROPERTIES_FILE, archived_dir, history_dir, timeline_dir
 from .storage.lock import TableLock
 from .spark.reader import literal_path, read_base_files, read_data_files
 from .index.record_index import RecordIndex, Sharding, entry_key_of, recorded_deltas
@@ -72,7 +72,8 @@ class TableContext:
         self.spark = spark
         self.storage = storage
         self.config = config
-        self.timeline = Timeline(storage, archived_dir(config.archive_folder))
+        self.timeline = Timeline(storage, archived_dir(config.archive_folder), timeline_dir(config.timeline_folder),
+                                 history_dir(config.timeline_folder, config.history_folder))
         self.index: TableIndex = (KeyRangeIndex if config.auto_keys else RecordIndex)(spark, storage, self.index_guard)
         if config.virtual_keys:  # the keys of files a write made come from their key fields
             self.index.read_written = self.read_written_files
@@ -306,6 +307,11 @@ class TableContext:
         return gone(self.index.state()["base_instant"])
 
     # ---- the steps of a write ---------------------------------------------------------------
+    def check_version_writable(self) -> None:
+        """Refuse a table at a version hudilite reads but does not write (Hudi 1.x's 8 and 9)."""
+        if str(self.config.table_version) != props.TABLE_VERSION:
+            raise self.error(f"hudilite cannot write it: {self.config.not_writable}")
+
     def check_writable(self) -> None:
         """Refuse, before anything is written, a table whose Java writer's settings we cannot
         keep (see `properties`), or whose keys we cannot make."""

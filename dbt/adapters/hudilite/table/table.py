@@ -36,11 +36,11 @@ from .errors import ConfigurationError, CorruptTableError, TimelineError
 from .format.file_group import BaseFile
 from .spark.file_sizing import FileSizing
 from .index.table_index import TableIndex
-from .format.instant import Instant
+from .format.instant import Instant, to_instant_time
 from .format.keygen import EPOCH_MICROS
 from .storage.layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
 from .storage.lock import TableLock
-from .spark.reader import changed_rows
+from .spark.reader import changed_rows, rows_of_instants
 from .format.schema import data_columns, to_avro, with_meta_columns
 from .storage.filesystem import Storage
 from .transaction import first_write_in_flight, list_writers_first
@@ -66,6 +66,16 @@ def _write(method):
             list_writers_first(self.context.timeline)
             return method(self, *args, **kwargs)
     return write
+
+
+def _service(method):
+    """A table service (or index build) writes instants and files in the table's format: only
+    at a table version hudilite writes."""
+    @functools.wraps(method)
+    def service(self, *args, **kwargs):
+        self.context.check_version_writable()
+        return method(self, *args, **kwargs)
+    return service
 
 
 class HudiTable:
@@ -306,6 +316,7 @@ class HudiTable:
         then insert all of `df`."""
         return updates.delete_insert(self.context, df, key_columns, predicates, predicate_alias)
 
+    @_service
     def build_index(self, num_shards: Optional[int] = None) -> int:
         """Build the index from the latest snapshot; returns its entries (keys, or key runs)."""
         return self.context.build_index(num_shards)
@@ -325,8 +336,24 @@ class HudiTable:
         start_instant, end_instant = self.changes_range(start, end)
         if end_instant == start_instant:  # nothing final after the start (a first write may be in flight)
             return self.spark.createDataFrame([], self.schema(with_meta=True))
-        files = [f for f in self.context.timeline.view(end_instant).latest_base_files() if f.instant > start_instant]
+        timeline = self.context.timeline
+        if timeline.orders_by_completion:
+            return self._changes_by_completion(start_instant, end_instant)
+        files = [f for f in timeline.view(end_instant).latest_base_files() if f.instant > start_instant]
         return changed_rows(self.context.read_files(files, end_instant), start_instant, end_instant)
+
+    def _changes_by_completion(self, start: str, end: str) -> DataFrame:
+        """Timeline layout 2 (as Hudi 1.x and hudi-rs read it): the rows of the instants that
+        completed in (start, end], read from the table as those completions left it. An instant
+        requested earlier but completed later falls in the later range, so a reader that goes on
+        from `end` misses no commit."""
+        timeline = self.context.timeline
+        view, changed = timeline.completed_view(start, end)
+        if not changed:
+            return self.spark.createDataFrame([], self.schema(with_meta=True))
+        as_of = max(changed)
+        files = [f for f in view.latest_base_files() if f.instant >= min(changed)]
+        return rows_of_instants(self.context.read_files(files, as_of), changed)
 
     def changes_range(self, start, end=None) -> Tuple[str, str]:
         """The instants (start, end] a changes read covers. `end` defaults to the latest
@@ -338,6 +365,8 @@ class HudiTable:
                                      "false, virtual keys), so which rows changed cannot be told; read snapshots")
         timeline = self.context.timeline
         start_instant = str(start) if start is not None else "0"
+        if timeline.orders_by_completion:  # completion times: a writer in flight completes later than any seen
+            return start_instant, self._completion_bound(start_instant, end)
         completed, in_flight = first_write_in_flight(self.context.storage, timeline)
         final = [t for t in completed if in_flight is None or t < in_flight]
         if end is None:
@@ -349,6 +378,16 @@ class HudiTable:
                 f"changes up to {end_instant} are not final; read up to {final[-1] if final else start_instant} "
                 "or retry when it is done")
         return start_instant, end_instant
+
+    def _completion_bound(self, start: str, end) -> str:
+        """Layout 2's end of a changes read: the latest completion time at or before `end` (all
+        without it), never before `start`; one whose snapshot was cleaned is refused."""
+        done = [i for i in self.context.timeline.completed() if end is None or i.completed_at <= to_instant_time(end)]
+        if not done:
+            return start
+        last = max(done, key=lambda i: i.completed_at)
+        self.context.resolve_instant(max(i.timestamp for i in done))  # refuses a cleaned snapshot
+        return max(last.completed_at, start)
 
     def checkpoint(self, source: str) -> Optional[str]:
         """The instant of `source` (an upstream table) up to which this table's latest write
@@ -366,6 +405,7 @@ class HudiTable:
         """Problems that make the table ill-formed (empty when it is well-formed)."""
         return maintenance.validate(self.context)
 
+    @_service
     def cluster(self, cluster_by: Sequence[str] = ()) -> Optional[str]:
         """Rewrite each partition's small file groups (below `file_sizing.small_file_limit`, two
         or more) into files near `file_sizing.max_file_size`, sorted by `cluster_by` (a
@@ -379,11 +419,13 @@ class HudiTable:
         table lock still reads afresh."""
         return self.context.timeline.pinned()
 
+    @_service
     def run_services(self, services: maintenance.TableServices = maintenance.TableServices()) -> None:
         """The table services Hudi's writer runs inline after a commit: clustering when due,
         the cleaner, archival."""
         maintenance.run_services(self.context, services)
 
+    @_service
     def clean(self, retain_commits: int = DEFAULT_RETAIN_COMMITS, policy: str = KEEP_LATEST_COMMITS,
               retain_hours: int = DEFAULT_RETAIN_HOURS, retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS,
               sweep: bool = False) -> CleanPlan:
@@ -394,6 +436,7 @@ class HudiTable:
         return maintenance.clean(self.context, CleanPolicy(policy.upper(), retain_commits, retain_hours,
                                                            retain_file_versions), sweep)
 
+    @_service
     def savepoint(self, as_of=None, comments: str = "") -> str:
         """Savepoint the latest completed instant at or before `as_of` (default: the latest):
         the cleaner and archival keep its snapshot until the savepoint is deleted. Returns it."""
@@ -402,17 +445,20 @@ class HudiTable:
     def savepoints(self) -> List[str]:
         return self.context.timeline.savepoints()
 
+    @_service
     def delete_savepoint(self, instant: str) -> str:
         """Drop a savepoint; from then on the cleaner and archival may take its snapshot."""
         savepointing.delete_savepoint(self.context, instant)
         return instant
 
+    @_service
     def restore(self, as_of) -> List[str]:
         """Take the table back to the latest completed instant at or before `as_of` (a savepoint,
         or an instant still readable): later commits, their files and index entries go.
         Returns the instants rolled back, newest first."""
         return restoring.restore(self.context, as_of)
 
+    @_service
     def archive(self, keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS,
                 keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS) -> List[str]:
         """Once more than `keep_max_commits` completed instants are on the active timeline,

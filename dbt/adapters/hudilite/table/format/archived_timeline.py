@@ -185,10 +185,7 @@ class ArchivedInstant:
     metadata: Optional[dict] = None  # the completed state's commit metadata, JSON-shaped
 
     def commit_metadata(self) -> CommitMetadata:
-        body = dict(self.metadata or {})  # Avro fills absent stats with nulls: they are absent
-        body["partitionToWriteStats"] = {p: [{k: v for k, v in s.items() if v is not None} for s in per or []]
-                                         for p, per in (body.get("partitionToWriteStats") or {}).items()}
-        return CommitMetadata.from_json(json.dumps(body))
+        return CommitMetadata.from_record(self.metadata or {})
 
 
 _METADATA_KEYS = {"commit": "hoodieCommitMetadata", "deltacommit": "hoodieCommitMetadata",

@@ -3,7 +3,8 @@ metadata, savepoints, restore plans and restore metadata, clustering plans; and 
 of Hudi's archived timeline (HoodieArchivedMetaEntry, with commit metadata as Avro).
 
 Hudi serializes each of these as an Avro object container file (schema embedded, no codec)
-in the instant's file under `.hoodie/`; commits and replacecommits stay JSON. The schemas are
+in the instant's file under `.hoodie/`; commits and replacecommits stay JSON at table version 6
+and are Avro too from version 8 (`CommitMetadata.from_bytes`). The schemas are
 Hudi's own (`org.apache.hudi.avro.model`), so Java Hudi reads what we write and we read what
 it writes.
 """
@@ -16,6 +17,7 @@ from typing import Dict
 import fastavro
 
 _NAMESPACE = "org.apache.hudi.avro.model"
+MAGIC = b"Obj\x01"  # how an Avro object container file begins
 _STRINGS = {"type": "array", "items": "string"}
 
 

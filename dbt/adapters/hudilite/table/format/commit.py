@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional
 
+from . import avro_metadata
+
 SCHEMA_KEY = "schema"  # Avro, read by Hudi readers
 SPARK_SCHEMA_KEY = "hudilite.spark.schema"  # exact Spark types, read by hudilite
 CHECKPOINT_PREFIX = "hudilite.checkpoint."  # + an upstream table: the instant up to which a write read its changes
@@ -79,10 +81,29 @@ class CommitMetadata:
         return json.dumps(body, indent=2)
 
     @classmethod
+    def from_bytes(cls, data: bytes) -> "CommitMetadata":
+        """A completed commit's file: JSON (timeline layout 1) or an Avro HoodieCommitMetadata /
+        HoodieReplaceCommitMetadata container (layout 2, and Hudi's archives)."""
+        if data[:4] == avro_metadata.MAGIC:
+            return cls.from_record(avro_metadata.decode(data))
+        return cls.from_json(data.decode("utf-8"))
+
+    @classmethod
+    def from_record(cls, record: dict) -> "CommitMetadata":
+        """Commit metadata read from Avro: a write stat's null fields are absent ones."""
+        body = dict(record)
+        body["partitionToWriteStats"] = {p: [{k: v for k, v in s.items() if v is not None} for s in per or []]
+                                         for p, per in (record.get("partitionToWriteStats") or {}).items()}
+        return cls.from_body(body)
+
+    @classmethod
     def from_json(cls, text: str) -> "CommitMetadata":
         if not text.strip():
             return cls(operation="UNKNOWN")
-        body = json.loads(text)
+        return cls.from_body(json.loads(text))
+
+    @classmethod
+    def from_body(cls, body: dict) -> "CommitMetadata":
         stats = [
             WriteStat.from_json(s)
             for per_partition in (body.get("partitionToWriteStats") or {}).values()

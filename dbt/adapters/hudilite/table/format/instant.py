@@ -5,20 +5,26 @@ Table version 6 names each state of an instant with its own file under `.hoodie/
 `<T>.replacecommit.requested`, `<T>.replacecommit.inflight`, `<T>.replacecommit`. The table
 services' instants (clean, savepoint, restore) are named the same way; they carry Avro
 metadata (`avro_metadata`) and are not part of the commit timeline.
+
+Table versions 8 and 9 (timeline layout 2, under `.hoodie/timeline/`) name the pending states
+alike, and the completed one `<T>_<C>.<action>`: C is the instant's completion time. A pending
+clustering is `<T>.clustering.requested` / `.inflight` and completes as `<T>_<C>.replacecommit`.
+An instant is still known by T, its requested time: file names and `_hoodie_commit_time` carry it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ..errors import TimelineError
 
 COMMIT = "commit"
 REPLACE_COMMIT = "replacecommit"
-ACTIONS = (COMMIT, REPLACE_COMMIT)  # the commit timeline: what a snapshot is made of
+CLUSTERING = "clustering"  # layout 2's name of a pending clustering replacecommit
+ACTIONS = (COMMIT, REPLACE_COMMIT, CLUSTERING)  # the commit timeline: what a snapshot is made of
 CLEAN = "clean"
 SAVEPOINT = "savepoint"
 RESTORE = "restore"
@@ -30,27 +36,36 @@ COMPLETED = "COMPLETED"
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"  # followed by 3 digits of milliseconds
 _TIMESTAMP = re.compile(r"^\d{17}$")
-_FILE = re.compile(r"^(\d{17})\.(commit|replacecommit|clean|savepoint|restore|inflight)(\.requested|\.inflight)?$")
+_FILE = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|clustering|clean|savepoint|restore|inflight)"
+                   r"(\.requested|\.inflight)?$")
 
 
 @dataclass(frozen=True, order=True)
 class Instant:
-    timestamp: str
+    timestamp: str  # the requested time: what the instant is known by
     action: str
     state: str
+    # Layout 2's completed instants: when it completed (in its file name). None on layout 1,
+    # where an instant's completion time is its requested time.
+    completion_time: Optional[str] = field(default=None, compare=False)
 
     @property
     def is_completed(self) -> bool:
         return self.state == COMPLETED
 
     @property
+    def completed_at(self) -> str:
+        """The completion time, as Hudi 1.x orders completions by (layout 1: the instant time)."""
+        return self.completion_time or self.timestamp
+
+    @property
     def file_name(self) -> str:
-        return instant_file_name(self.timestamp, self.action, self.state)
+        return instant_file_name(self.timestamp, self.action, self.state, self.completion_time)
 
 
-def instant_file_name(timestamp: str, action: str, state: str) -> str:
+def instant_file_name(timestamp: str, action: str, state: str, completion_time: Optional[str] = None) -> str:
     if state == COMPLETED:
-        return f"{timestamp}.{action}"
+        return f"{timestamp}_{completion_time}.{action}" if completion_time else f"{timestamp}.{action}"
     if state == REQUESTED:
         return f"{timestamp}.{action}.requested"
     if action == COMMIT:  # v6 names an inflight commit without its action
@@ -59,13 +74,17 @@ def instant_file_name(timestamp: str, action: str, state: str) -> str:
 
 
 def parse_instant_file_name(name: str) -> Optional[Instant]:
-    """The instant a `.hoodie/` file name stands for, or None for anything else."""
+    """The instant a timeline file name stands for (either layout), or None for anything else."""
     m = _FILE.match(name)
     if not m:
         return None
-    timestamp, head, tail = m.groups()
+    timestamp, completion_time, head, tail = m.groups()
+    if completion_time is not None:  # only a completed instant carries one; clustering completes as replacecommit
+        return None if tail or head in ("inflight", CLUSTERING) else Instant(timestamp, head, COMPLETED, completion_time)
     if head == "inflight":
         return None if tail else Instant(timestamp, COMMIT, INFLIGHT)
+    if head == CLUSTERING and not tail:
+        return None
     if tail == ".requested":
         return Instant(timestamp, head, REQUESTED)
     if tail == ".inflight":

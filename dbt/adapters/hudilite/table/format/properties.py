@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import binascii
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import ConfigurationError
 
-TABLE_VERSION = "6"
+TABLE_VERSION = "6"  # what hudilite creates tables at
+READ_VERSIONS = ("6", "8", "9")  # 8: Hudi 1.0, 9: Hudi 1.1 (timeline layout 2); 7 was never a table's
 
 KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
 KEYGEN_COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
@@ -139,6 +140,12 @@ class TableConfig:
     partition_types: Optional[List[str]] = None  # CustomKeyGenerator: SIMPLE/TIMESTAMP per partition field
     archive_folder: str = "archived"  # hoodie.archivelog.folder, under .hoodie
     timestamp_keys: Optional[str] = None  # TIMESTAMP_KEYS_KEY; None: as the stored keys show
+    table_version: int = int(TABLE_VERSION)
+    # Timeline layout 2 (table versions 8, 9): the active timeline's folder under .hoodie
+    # (hoodie.timeline.path) and the LSM history's under that (hoodie.timeline.history.path).
+    # None: layout 1, whose instants are in .hoodie itself.
+    timeline_folder: Optional[str] = None
+    history_folder: str = "history"
 
     def check_new(self) -> None:
         """Settings a new table is created with."""
@@ -211,17 +218,19 @@ class TableConfig:
         if props.get("hoodie.table.type", "COPY_ON_WRITE") != "COPY_ON_WRITE":
             raise ConfigurationError("only COPY_ON_WRITE tables are supported")
         version = props.get("hoodie.table.version", TABLE_VERSION)
-        if not version.isdigit() or int(version) > int(TABLE_VERSION):
+        if version not in READ_VERSIONS:
             raise ConfigurationError(
-                f"table {props.get('hoodie.table.name', '?')}: table version {version} is newer than hudilite reads and "
-                f"writes ({TABLE_VERSION}). Hudi 1.x writers upgrade a version 6 table on their first write unless they run "
-                "with hoodie.write.table.version=6 and hoodie.write.auto.upgrade=false (and hoodie.metadata.enable=false); "
-                "downgrade it with Hudi's CLI (`table downgrade --toVersion SIX`) and keep those settings on every Java writer")
+                f"table {props.get('hoodie.table.name', '?')}: table version {version} is not one hudilite reads "
+                f"({', '.join(READ_VERSIONS)}): a Hudi older than 0.14 made it (upgrade it with Hudi 0.14 or later), or "
+                "a Hudi newer than 1.1")
+        timeline_folder, history_folder = timeline_folders(props)
         return cls(
             name=props["hoodie.table.name"],
             partition_fields=fields("hoodie.table.partition.fields"),
             record_key_fields=fields("hoodie.table.recordkey.fields"),
-            precombine_field=props.get("hoodie.table.precombine.field") or None,
+            # Hudi 1.1 (table version 9) names it the ordering field(s)
+            precombine_field=props.get("hoodie.table.precombine.field") or props.get("hoodie.table.ordering.fields")
+            or None,
             database=props.get("hoodie.database.name", "default"),
             hive_style_partitioning=props.get(
                 "hoodie.datasource.write.hive_style_partitioning", "false"
@@ -238,7 +247,20 @@ class TableConfig:
             partition_types=fields(PARTITION_TYPES_KEY) or None,
             archive_folder=props.get("hoodie.archivelog.folder", "archived").strip("/"),
             timestamp_keys=props.get(TIMESTAMP_KEYS_KEY) or None,
+            table_version=int(version),
+            timeline_folder=timeline_folder,
+            history_folder=history_folder,
         )
+
+
+def timeline_folders(props: Dict[str, str]) -> Tuple[Optional[str], str]:
+    """(the active timeline's folder under .hoodie, None at timeline layout 1; the LSM history's
+    under it), as Hudi 1.x reads hoodie.timeline.path and hoodie.timeline.history.path."""
+    layout = props.get("hoodie.timeline.layout.version")
+    if layout is None:
+        layout = "2" if int(props.get("hoodie.table.version", TABLE_VERSION)) >= 8 else "1"
+    history = props.get("hoodie.timeline.history.path", "history").strip("/")
+    return (props.get("hoodie.timeline.path", "timeline").strip("/") if layout == "2" else None), history
 
 
 METADATA_PARTITIONS = ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
@@ -252,6 +274,9 @@ def _not_writable(props: Dict[str, str]) -> Optional[str]:
     encoding = props.get(PARQUET_ENCODING_KEY, COMPACT)
     if encoding not in PARQUET_ENCODINGS:
         return f"a newer hudilite set its parquet encoding to '{encoding}'; this one writes {', '.join(PARQUET_ENCODINGS)}"
+    if props.get("hoodie.table.version", TABLE_VERSION) != TABLE_VERSION:
+        return (f"it is at table version {props['hoodie.table.version']} (Hudi 1.x); hudilite reads tables at versions "
+                f"{', '.join(READ_VERSIONS)} and writes version {TABLE_VERSION} only")
     if props.get("hoodie.timeline.layout.version", "1") != "1":
         return f"its timeline layout version is {props['hoodie.timeline.layout.version']}; hudilite writes version 1"
     return None

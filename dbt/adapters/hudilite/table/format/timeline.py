@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import archived_timeline
 from . import avro_metadata
+from . import lsm_history
 from .archived_timeline import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
@@ -21,7 +22,8 @@ from .instant import (ACTIONS, COMPLETED, INFLIGHT, REQUESTED, SAVEPOINT, Instan
                       parse_instant_file_name, to_instant_time)
 from ..errors import CorruptTableError, TimelineError
 from ..storage.lock import check_lease
-from ..storage.layout import ARCHIVED_DIR, ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR
+from .properties import timeline_folders
+from ..storage.layout import ARCHIVED_DIR, ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR, archived_dir, history_dir, timeline_dir
 from ..storage.filesystem import Storage
 
 _STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
@@ -45,10 +47,13 @@ _NAMES, _ARCHIVED = "timeline names", "archived view"  # their pinned values (`S
 
 
 class Timeline:
-    def __init__(self, storage: Storage, archived_dir: str = ARCHIVED_DIR):
+    def __init__(self, storage: Storage, archived_dir: str = ARCHIVED_DIR, timeline_dir: str = HOODIE_DIR,
+                 history_dir: Optional[str] = None):
         self.storage = storage
+        self.dir = timeline_dir  # `.hoodie` (layout 1), `.hoodie/timeline` (layout 2: table versions 8, 9)
         self.archived_dir = archived_dir  # the table's archived timeline folder (hoodie.archivelog.folder)
-        self._archived_key = (_ARCHIVED, archived_dir)  # its pinned value: per folder, as read
+        self.history_dir = history_dir  # layout 2's archived timeline, the LSM history
+        self._archived_key = (_ARCHIVED, history_dir or archived_dir)  # its pinned value: per folder, as read
         self._metadata_cache: Dict[str, CommitMetadata] = {}
         self._archived: Tuple[tuple, ArchivedView] = ((), ArchivedView())  # ((view text, archive files), parsed)
         # The instant files listed when Hudi's archive folder was last listed, and its archive files.
@@ -56,6 +61,14 @@ class Timeline:
         # The last view built: (the archived view it starts from, its commits' instants, the view).
         # A later view of the same start and more commits extends it (`view`).
         self._view: Optional[Tuple[ArchivedView, Tuple[str, ...], FileSystemView]] = None
+        self._completions: Tuple[tuple, Dict[str, str]] = ((), {})  # `archived_completions`, per history files
+
+    @classmethod
+    def of_table(cls, storage: Storage, properties: Dict[str, str]) -> "Timeline":
+        """The timeline of the table whose hoodie.properties hold `properties`, in its layout."""
+        timeline_folder, history_folder = timeline_folders(properties)
+        return cls(storage, archived_dir(properties.get("hoodie.archivelog.folder", "archived").strip("/")),
+                   timeline_dir(timeline_folder), history_dir(timeline_folder, history_folder))
 
     def pinned(self):
         """One listing of `.hoodie/` and one read of the archived view while pinned
@@ -73,7 +86,7 @@ class Timeline:
         return self.storage.is_pinned(_NAMES)
 
     def _names(self) -> List[str]:
-        return self.storage.pinned_value(_NAMES, lambda: self.storage.list_names(HOODIE_DIR))
+        return self.storage.pinned_value(_NAMES, lambda: self.storage.list_names(self.dir))
 
     @contextlib.contextmanager
     def _changing(self, added: Iterable[str] = (), removed: Iterable[str] = ()):
@@ -103,12 +116,21 @@ class Timeline:
         key = (text, files)
         if key != self._archived[0]:
             view = ArchivedView.from_json(text) if text else ArchivedView()
-            newer = archived_timeline.archived_commits(self.storage, list(files), view.through, self.archived_dir) if files else []
+            newer = self._archived_commits(list(files), view.through) if files else []
             self._archived = (key, view.folded(newer) if newer else view)
         return self._archived[1]
 
+    def _archived_commits(self, files: List[Tuple[str, int]], after: Optional[str]) -> List[Tuple[Instant, CommitMetadata]]:
+        """The completed commits in the archive `files` newer than `after`, oldest first: Hudi's
+        archive log files at layout 1, the LSM history's parquet files at layout 2."""
+        if self.history_dir is None:
+            return archived_timeline.archived_commits(self.storage, files, after, self.archived_dir)
+        return [(Instant(e.instant, e.action, COMPLETED, e.completion), CommitMetadata.from_bytes(e.metadata or b""))
+                for e in lsm_history.read_history(self.storage, self.history_dir, after, ACTIONS, files)]
+
     def _archive_files(self, names: Optional[List[str]]) -> Tuple[Tuple[str, int], ...]:
-        """Hudi's archive files (name, size). With the `.hoodie/` listing `names` they were read
+        """Hudi's archive files (name, size): its archive log files (layout 1), or the files the
+        LSM history's manifest lists (layout 2). With the `.hoodie/` listing `names` they were read
         with, listed again only once an instant file seen then is gone: Hudi's archiver removes
         the instants it archived after writing their archive file, and until it does Hudi reads
         them as active, as we do (ours writes the archived view first, read every time)."""
@@ -116,8 +138,11 @@ class Timeline:
         seen, files = self._archive_listing
         if listed is not None and files is not None and seen and seen <= listed:  # seen empty: nothing could go
             return files
-        files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(self.archived_dir))
-                      if "/" not in name and archived_timeline.archive_version(name) is not None)
+        if self.history_dir is not None:
+            files = tuple(lsm_history.history_files(self.storage, self.history_dir))
+        else:
+            files = tuple((name, size) for name, size in sorted(self.storage.list_files_with_sizes(self.archived_dir))
+                          if "/" not in name and archived_timeline.archive_version(name) is not None)
         if listed is not None:  # without the listing it goes with, a later one could not tell what went
             self._archive_listing = (listed, files)
         return files
@@ -156,12 +181,12 @@ class Timeline:
 
     def service_metadata(self, instant: Instant) -> dict:
         """The Avro record in a service instant's file (a plan while requested or inflight)."""
-        return avro_metadata.decode(self.storage.read_bytes(posixpath.join(HOODIE_DIR, instant.file_name)))
+        return avro_metadata.decode(self.storage.read_bytes(self.path_of(instant)))
 
     def write_service_instant(self, instant: Instant, schema: Optional[dict] = None, record: Optional[dict] = None) -> None:
         """Write a service instant's file, by atomic rename: a plan is read back to finish the work."""
         body = b"" if schema is None else avro_metadata.encode(schema, record)
-        path = posixpath.join(HOODIE_DIR, instant.file_name)
+        path = self.path_of(instant)
         if instant.is_completed:
             self._publish(path, body)
         else:
@@ -180,13 +205,13 @@ class Timeline:
             raise TimelineError(f"instant {instant.timestamp} is {instant.state.lower()}, not completed")
         cached = self._metadata_cache.get(instant.timestamp)
         if cached is None:
-            path = posixpath.join(HOODIE_DIR, instant.file_name)
-            text = self.storage.read_text(path)
+            path = self.path_of(instant)
+            data = self.storage.read_bytes(path)
             try:
-                if not text.strip():
+                if not data.strip():
                     raise ValueError("the file is empty")
-                cached = CommitMetadata.from_json(text)
-            except (ValueError, TypeError, AttributeError) as err:
+                cached = CommitMetadata.from_bytes(data)
+            except (ValueError, TypeError, AttributeError, EOFError) as err:
                 raise CorruptTableError(
                     f"table at {self.storage.base_path}: completed instant {path} is unreadable ({err}); it was "
                     "truncated or damaged: restore it from a backup, or remove it to drop that commit") from None
@@ -228,6 +253,44 @@ class Timeline:
             self._view = (archived, stamps, view)
         return view
 
+    @property
+    def orders_by_completion(self) -> bool:
+        """Timeline layout 2: changes are read by completion time (layout 1: by instant time)."""
+        return self.history_dir is not None
+
+    def completed_view(self, start: str, end: str) -> Tuple[FileSystemView, set]:
+        """The table as the instants completed by `end` (a completion time) left it, and those
+        of them that completed after `start`, by their instant times."""
+        archived, commits = self._state(None)
+        done = [(i, m) for i, m in commits if i.completed_at <= end]
+        changed = {i.timestamp for i, _ in done if i.completed_at > start}
+        if archived.through is not None and start < archived.through:  # the range reaches into the history
+            completions = self.archived_completions()
+            if end < max(completions.values(), default=""):
+                raise self.archived_error(end, archived)
+            changed |= {t for t, completed in completions.items() if start < completed <= end}
+        return FileSystemView(done, None, archived.files), changed
+
+    def has_completion(self, value: str) -> bool:
+        """Whether a completed instant, active or archived, completed at `value` (where a changes
+        read ended: its instant time at layout 1)."""
+        if any(i.completed_at == value for i in self.completed()):
+            return True
+        archived = self.archived()
+        if archived.through is None:
+            return False
+        return value in self.archived_completions().values() if self.orders_by_completion else value <= archived.through
+
+    def archived_completions(self) -> Dict[str, str]:
+        """Layout 2: when each archived commit completed (its LSM history row); none at layout 1."""
+        if self.history_dir is None:
+            return {}
+        files = self._archive_files(None)
+        if self._completions[0] != files:
+            entries = lsm_history.read_history(self.storage, self.history_dir, None, ACTIONS, list(files))
+            self._completions = (files, {e.instant: e.completion or e.instant for e in entries})
+        return self._completions[1]
+
     def archived_error(self, wanted: str, archived: ArchivedView) -> TimelineError:
         return TimelineError(f"table at {self.storage.base_path}: {wanted} lies in the archived part of the timeline "
                              f"({archived.describe()}); time travel reaches back to the first active instant")
@@ -246,8 +309,12 @@ class Timeline:
         return at_or_before[-1]
 
     # Transitions. A pending instant's files may be empty; only the completed one carries metadata.
+    def path_of(self, instant: Instant) -> str:
+        """Where an instant's file is (relative to the table)."""
+        return posixpath.join(self.dir, instant.file_name)
+
     def _path(self, timestamp: str, action: str, state: str) -> str:
-        return posixpath.join(HOODIE_DIR, instant_file_name(timestamp, action, state))
+        return posixpath.join(self.dir, instant_file_name(timestamp, action, state))
 
     def create_requested(self, timestamp: str, action: str) -> None:
         self._write(self._path(timestamp, action, REQUESTED))
@@ -277,7 +344,7 @@ class Timeline:
         """Remove one file of an instant that leaves the active timeline by a service (archival,
         a savepoint drop), which says in what order."""
         with self._changing(removed=[instant.file_name]):
-            self.storage.delete_file(posixpath.join(HOODIE_DIR, instant.file_name))
+            self.storage.delete_file(self.path_of(instant))
 
     def write_archived_view(self, view: ArchivedView) -> None:
         """Archival's record of what it archived: from then on those instants are archived."""

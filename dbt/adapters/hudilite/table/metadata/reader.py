@@ -88,8 +88,11 @@ class FileSlice:
     logs: List[str] = field(default_factory=list)  # file names, oldest first
 
 
-def latest_slices(names: Iterable[str], valid: Callable[[str], bool]) -> Dict[str, FileSlice]:
-    """Each file group's latest slice among the file names of one metadata-table partition."""
+def latest_slices(names: Iterable[str], valid: Callable[[str], bool],
+                  completions: Optional[Dict[str, str]] = None) -> Dict[str, FileSlice]:
+    """Each file group's latest slice among the file names of one metadata-table partition.
+    `completions`: the completion time of each completed instant of a layout 2 timeline."""
+    completions = completions or {}
     bases: Dict[str, List[Tuple[str, str]]] = {}
     logs: Dict[str, List[Tuple[str, int, str, str]]] = {}
     for name in names:
@@ -100,12 +103,16 @@ def latest_slices(names: Iterable[str], valid: Callable[[str], bool]) -> Dict[st
             continue
         log = parse_log_file_name(name)
         if log is not None:
-            logs.setdefault(log.file_id, []).append((log.base_instant, log.version, log.write_token, name))
+            # Layout 2 names a log after the deltacommit that wrote it, and it follows the newest
+            # base requested before that deltacommit completed (a compaction that started later
+            # did not take it in); layout 1 names it after its base.
+            at = completions.get(log.base_instant, log.base_instant)
+            logs.setdefault(log.file_id, []).append((at, log.base_instant, log.version, log.write_token, name))
     slices = {}
     for group in sorted(set(bases) | set(logs)):
         instant, name = max(bases.get(group, [(None, None)]), key=lambda b: b[0] or "")
         following = sorted(entry for entry in logs.get(group, []) if instant is None or entry[0] >= instant)
-        slices[group] = FileSlice(group, name, instant, [entry[3] for entry in following])
+        slices[group] = FileSlice(group, name, instant, [entry[-1] for entry in following])
     return slices
 
 
@@ -128,13 +135,15 @@ class Validity:
     first_active: Optional[str]  # the metadata table's oldest active instant
     data_completed: FrozenSet[str]
     data_first_active: Optional[str]
+    own: FrozenSet[str] = frozenset()  # the metadata table's own instants (`MetadataTimeline.own_instants`)
+    completions: Dict[str, str] = field(default_factory=dict, hash=False, compare=False)  # layout 2
 
     def __call__(self, instant: str) -> bool:
         archived = self.first_active is not None and instant < self.first_active
         if (instant not in self.completed and not archived) or instant in self.rolled_back:
             return False
-        if len(instant) != DATA_INSTANT_DIGITS:
-            return True  # the metadata table's own (a compaction: `<T>001`)
+        if len(instant) != DATA_INSTANT_DIGITS or instant in self.own:
+            return True  # the metadata table's own (a compaction: `<T>001`, or a new time at layout 2)
         return instant in self.data_completed or (self.data_first_active is not None and instant < self.data_first_active)
 
 
@@ -155,14 +164,15 @@ class MetadataTableReader:
         timeline = MetadataTimeline(storage)
         # Instants older than the metadata table's active timeline were archived there: completed.
         valid = Validity(frozenset(timeline.completed_instants()), frozenset(timeline.rolled_back()),
-                         timeline.entries[0][0] if timeline.entries else None, frozenset(data_completed), data_first_active)
+                         timeline.entries[0][0] if timeline.entries else None, frozenset(data_completed), data_first_active,
+                         frozenset(timeline.own_instants()), timeline.completions)
         return cls(storage, valid, timeline)
 
     def _partition_dir(self, partition: str) -> str:
         return posixpath.join(METADATA_TABLE_DIR, partition)
 
     def slices(self, partition: str) -> Dict[str, FileSlice]:
-        return latest_slices(self.storage.list_names(self._partition_dir(partition)), self.valid)
+        return latest_slices(self.storage.list_names(self._partition_dir(partition)), self.valid, self.valid.completions)
 
     def records(self, partition: str, keys: Optional[Set[str]] = None,
                 file_groups: Optional[Iterable[str]] = None, pieces: Optional[Dict[str, FileSlice]] = None) -> Dict[str, dict]:

@@ -59,10 +59,18 @@ def _keyed(properties: Dict[str, str]) -> bool:
     return bool(properties.get("hoodie.table.recordkey.fields"))
 
 
+def data_timeline(storage: Storage) -> Timeline:
+    """The data table's timeline, in the layout its properties give (layout 1 without them)."""
+    try:
+        return Timeline.of_table(storage, props.loads(storage.read_state(PROPERTIES_FILE)))
+    except FileNotFoundError:
+        return Timeline(storage)
+
+
 def data_instants(storage: Storage) -> Tuple[Set[str], Set[str]]:
     """The data table's active instants of every action: (completed, pending)."""
     completed, pending = set(), set()
-    for name in Timeline(storage).file_names():  # the pinned listing, in a pinned picture
+    for name in data_timeline(storage).file_names():  # the pinned listing, in a pinned picture
         parsed = parse(name)
         if parsed is None:
             continue
@@ -185,7 +193,7 @@ class MetadataTable:
         `<data_instant>011` completes and the partition is listed. Refused (False) while a data
         write is in flight: it would not write its keys there."""
         _, pending = data_instants(self.storage)
-        latest = Timeline(self.storage).latest_completed()  # commits only: a clean since changes no key
+        latest = data_timeline(self.storage).latest_completed()  # commits only: a clean since changes no key
         if pending or latest is None or latest.timestamp != data_instant:
             return False
         text, listed = self._properties()
@@ -247,7 +255,7 @@ class MetadataTable:
 
     def _committed_files(self) -> Dict[str, Dict[str, int]]:
         """Every base file on storage that a completed instant wrote: by partition, name to size."""
-        timeline = Timeline(self.storage)
+        timeline = data_timeline(self.storage)
         committed = {s.path for _, m in timeline.commits() for s in m.write_stats}
         committed |= {f.path for f in timeline.archived().files}
         files: Dict[str, Dict[str, int]] = {}

@@ -1,5 +1,6 @@
-"""The metadata table's own timeline (`.hoodie/metadata/.hoodie`): deltacommits (one per data
-instant, and its bootstrap), compactions (completed as commits), cleans and rollbacks."""
+"""The metadata table's own timeline (`.hoodie/metadata/.hoodie`; `.hoodie/metadata/.hoodie/timeline`
+at table versions 8 and 9, whose completed instants are `<T>_<C>.<action>`): deltacommits (one
+per data instant, and its bootstrap), compactions (completed as commits), cleans and rollbacks."""
 
 from __future__ import annotations
 
@@ -12,19 +13,26 @@ from ..storage.filesystem import Storage
 from ..storage.layout import METADATA_TABLE_DIR
 
 TIMELINE_DIR = posixpath.join(METADATA_TABLE_DIR, ".hoodie")
+LAYOUT_2_DIR = "timeline"  # under TIMELINE_DIR, at timeline layout 2
 DELTA_COMMIT = "deltacommit"
 COMMIT = "commit"  # a completed compaction
 COMPACTION = "compaction"
 CLEAN = "clean"
 ROLLBACK = "rollback"
-_NAME = re.compile(r"^(\d{17,})\.([a-z]+)(\.requested|\.inflight)?$")
+_NAME = re.compile(r"^(\d{17,})(?:_(\d{17}))?\.([a-z]+)(\.requested|\.inflight)?$")
 WRITE_ACTIONS = (DELTA_COMMIT, COMMIT)
 
 
 def parse(name: str) -> Optional[Tuple[str, str, str]]:
     """(instant, action, state suffix: '', '.requested' or '.inflight') of a timeline file name."""
     m = _NAME.match(name)
-    return (m[1], m[2], m[3] or "") if m else None
+    return (m[1], m[3], m[4] or "") if m and not (m[2] and m[4]) else None
+
+
+def completion_time(name: str) -> Optional[str]:
+    """Layout 2: when the completed instant a file name stands for completed."""
+    m = _NAME.match(name)
+    return m[2] if m else None
 
 
 def instant_files(path: str) -> List[str]:
@@ -41,8 +49,21 @@ def instant_files(path: str) -> List[str]:
 class MetadataTimeline:
     def __init__(self, storage: Storage):
         self.storage = storage
+        self.dir = TIMELINE_DIR
         self.names = storage.list_names(TIMELINE_DIR)  # empty when there is none
+        if LAYOUT_2_DIR in self.names and not any(map(parse, self.names)):
+            self.dir = posixpath.join(TIMELINE_DIR, LAYOUT_2_DIR)
+            self.names = storage.list_names(self.dir)
         self.entries: List[Tuple[str, str, str]] = sorted(p for p in map(parse, self.names) if p is not None)
+        # Completed file names, and (layout 2) completion times, by (instant, action).
+        self._completed_names = {(p[0], p[1]): n for n, p in zip(self.names, map(parse, self.names)) if p and not p[2]}
+        self.completions: Dict[str, str] = {p[0]: c for n in self.names
+                                            for p, c in [(parse(n), completion_time(n))] if p and c}
+
+    def own_instants(self) -> Set[str]:
+        """The metadata table's own completed instants, not a data instant's: its compactions
+        (commits) and, at layout 2, its initialisations (`00000000000000000` and on)."""
+        return {i for i, a, s in self.entries if not s and (a == COMMIT or i.startswith("0000000000"))}
 
     def completed(self, actions=WRITE_ACTIONS) -> List[str]:
         return sorted({instant for instant, action, state in self.entries if not state and action in actions})
@@ -60,7 +81,7 @@ class MetadataTimeline:
         """Instants a completed rollback undid."""
         undone: Set[str] = set()
         for instant in self.completed((ROLLBACK,)):
-            data = self.storage.read_bytes(posixpath.join(TIMELINE_DIR, f"{instant}.{ROLLBACK}"))
+            data = self.storage.read_bytes(posixpath.join(self.dir, self._completed_names[(instant, ROLLBACK)]))
             if data:
                 undone.update(avro_metadata.decode(data).get("commitsRollback") or [])
         return undone

@@ -420,6 +420,8 @@ def history(ctx: TableContext) -> List[dict]:
     entries = []
     for i in ctx.timeline.instants():
         entry = {"instant": i.timestamp, "action": i.action, "state": i.state}
+        if i.completion_time:  # timeline layout 2
+            entry["completed"] = i.completion_time
         if i.is_completed:
             m = ctx.timeline.metadata(i)
             entry.update(

@@ -12,6 +12,7 @@ from typing import Dict, Iterable, List, Set, Tuple
 from ..format.commit import CommitMetadata
 from ..format.file_group import BaseFile, parse_base_file_name
 from ..format.instant import Instant
+from ..format.properties import READ_VERSIONS
 from ..storage.layout import PARTITION_METADATA, is_hoodie_path
 
 REQUIRED_PROPERTIES = ("hoodie.table.name", "hoodie.table.type", "hoodie.table.version", "hoodie.timeline.layout.version")
@@ -29,8 +30,12 @@ def check_table(properties: Dict[str, str], commits: List[Tuple[Instant, CommitM
     for key in REQUIRED_PROPERTIES:
         if key not in properties:
             problems.append(f"hoodie.properties lacks {key}")
-    if properties.get("hoodie.table.version", "6") != "6":
-        problems.append(f"table version {properties.get('hoodie.table.version')} (hudilite writes version 6)")
+    version = properties.get("hoodie.table.version", "6")
+    if version not in READ_VERSIONS:
+        problems.append(f"table version {version} (hudilite reads versions {', '.join(READ_VERSIONS)})")
+    elif properties.get("hoodie.timeline.layout.version", "1") != ("2" if int(version) >= 8 else "1"):
+        problems.append(f"table version {version} with timeline layout {properties.get('hoodie.timeline.layout.version')} "
+                        "(Hudi keeps layout 1 at version 6 and layout 2 from version 8)")
     for instant in pending:
         problems.append(f"instant {instant.timestamp} ({instant.action}) is {instant.state.lower()}: a write did not "
                         "finish; the next write rolls it back")

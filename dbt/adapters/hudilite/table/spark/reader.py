@@ -57,6 +57,11 @@ def changed_rows(df: DataFrame, start: str, end: str) -> DataFrame:
     return df.where((F.col(COMMIT_TIME) > F.lit(start)) & (F.col(COMMIT_TIME) <= F.lit(end)))
 
 
+def rows_of_instants(df: DataFrame, instants: Iterable[str]) -> DataFrame:
+    """Rows whose last change is one of `instants`."""
+    return df.where(F.col(COMMIT_TIME).isin(sorted(instants)))
+
+
 # Spark's vectorized parquet reader decodes `spark.sql.parquet.columnarReaderBatchSize` rows
 # (4096) of every column into one buffer each, on the JVM's heap: rows of 1 MB make a 4 GB
 # buffer, rows of 20 KB 80 MB per task, and the JVM dies of it (its OutOfMemoryError kills the

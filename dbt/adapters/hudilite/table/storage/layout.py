@@ -26,6 +26,17 @@ def archived_dir(folder: str) -> str:
     return posixpath.join(HOODIE_DIR, folder) if folder else HOODIE_DIR
 
 
+def timeline_dir(folder: Optional[str]) -> str:
+    """Where the active timeline's instant files are: `.hoodie` itself at timeline layout 1,
+    `.hoodie/<hoodie.timeline.path>` (`timeline`) at layout 2 (table versions 8, 9)."""
+    return posixpath.join(HOODIE_DIR, folder) if folder else HOODIE_DIR
+
+
+def history_dir(timeline_folder: Optional[str], history_folder: str) -> Optional[str]:
+    """Layout 2's archived timeline, the LSM history: `.hoodie/timeline/history` by default."""
+    return posixpath.join(timeline_dir(timeline_folder), history_folder) if timeline_folder else None
+
+
 PRIVATE_DIR = HOODIE_DIR + "/.hudilite"
 TMP_DIR = PRIVATE_DIR + "/tmp"
 WRITERS_DIR = PRIVATE_DIR + "/writers"
@@ -42,9 +53,10 @@ INDEX_STATE_FILE = "index.json"  # in each index folder
 _INDEX_FILE = re.compile(r"^(\d{17})\.(base|delta)\.parquet$")
 
 
-# A completed instant's file: `.hoodie/<instant time>.<action>` with no state after the action
-# (`format.instant` reads every instant file name; this is only where one lives).
-_COMPLETED_INSTANT = re.compile(r"^\.hoodie/\d{17}\.(?!inflight$)[a-z]+$")
+# A completed instant's file: `.hoodie/<instant time>.<action>` with no state after the action,
+# or layout 2's `.hoodie/timeline/<requested>_<completion>.<action>` (`format.instant` reads
+# every instant file name; this is only where one lives).
+_COMPLETED_INSTANT = re.compile(r"^\.hoodie/(\d{17}\.(?!inflight$)[a-z]+|timeline/\d{17}_\d{17}\.[a-z]+)$")
 
 
 def is_completed_instant_path(rel: str) -> bool:
