@@ -80,15 +80,6 @@ def test_a_hudi_1x_table_without_a_commit_has_its_schema(spark, tmp_path):
     assert "id" in table.schema().fieldNames()
 
 
-def test_writing_a_hudi_1x_table_is_refused_naming_its_version_and_leaves_it_as_it_was(spark, tmp_path):
-    table = fixture_table(spark, tmp_path, "v9_txns_simple_meta")
-    before = _files(table.path)
-    rows = table.read().drop(*META_COLUMNS).limit(1)
-    with pytest.raises(ConfigurationError, match="table version 9"):
-        table.upsert(rows)
-    assert _files(table.path) == before
-
-
 def test_the_cli_shows_validates_and_lists_the_timeline_of_a_hudi_1x_table(spark, tmp_path, capsys):
     from dbt.adapters.hudilite import cli
 
@@ -102,6 +93,42 @@ def test_the_cli_shows_validates_and_lists_the_timeline_of_a_hudi_1x_table(spark
     assert [(e["instant"], e["completed"], e.get("operation")) for e in shown] == [
         ("20260403183955124", "20260403183958943", "INSERT"), ("20260403183959838", "20260403184000568", "INSERT"),
         ("20260403184001282", "20260403184002260", "INSERT_OVERWRITE_TABLE")]
-    before = _files(table.path)
-    assert cli.main(["clean", table.path]) != 0  # a table service writes: refused as every write is
-    assert "table version 9" in capsys.readouterr().err and _files(table.path) == before
+    assert cli.main(["savepoint", table.path]) == 0  # a service instant at layout 2: `<T>_<C>.savepoint`
+    (savepoint,) = [n for n in os.listdir(os.path.join(table.path, ".hoodie", "timeline")) if n.endswith(".savepoint")]
+    requested, completed = savepoint[:-len(".savepoint")].split("_")
+    assert requested == "20260403184001282" and completed > "20260403184002260"  # after every completion before it
+    assert HudiTable.open(spark, table.path).savepoints() == [requested]
+
+
+@pytest.mark.parametrize("name", ["v8_simplekeygen_nonhivestyle", "v9_txns_simple_meta"])
+def test_our_writes_continue_a_hudi_1x_table_at_its_version(spark, tmp_path, name):
+    """Upsert, insert, delete and insert_overwrite on a table Hudi 1.x made: each completes as
+    `<T>_<C>.<action>` with Avro metadata, reads as hudi-rs reads it, and validates."""
+    from pyspark.sql import functions as F
+
+    table = fixture_table(spark, tmp_path, name)
+    key, partition, ordering = table.config.record_key_fields[0], table.config.partition_fields[0], \
+        table.config.precombine_field
+    version = table.config.table_version
+    rows = table.read().drop(*META_COLUMNS)
+    first = rows.orderBy(key).limit(1)
+    before = {r[key] for r in rows.collect()}
+    table.upsert(first.withColumn(ordering, F.col(ordering) + 1))
+    table.insert(first.withColumn(key, F.concat(F.col(key).cast("string"), F.lit("0")).cast(rows.schema[key].dataType)))
+    table.delete(rows.orderBy(F.col(key).desc()).limit(1).select(key))
+    done = [i for i in table.timeline() if i.is_completed][-3:]
+    assert all(i.completion_time and i.completion_time > i.timestamp for i in done)
+    assert sorted(i.completion_time for i in done) == [i.completion_time for i in done]
+    names = os.listdir(os.path.join(table.path, ".hoodie", "timeline"))
+    for instant in done:
+        path = os.path.join(table.path, ".hoodie", "timeline", instant.file_name)
+        assert open(path, "rb").read(4) == b"Obj\x01" and instant.file_name in names
+    assert not [n for n in os.listdir(os.path.join(table.path, ".hoodie")) if n[:17].isdigit()]  # nothing at v6 names
+    assert table.config.table_version == version and HudiTable.open(spark, table.path).config.table_version == version
+    after = {r[key] for r in table.read().collect()}
+    assert len(after) == len(before) and table.read().count() == len(after)
+    table.insert_overwrite(table.read().drop(*META_COLUMNS).where(F.col(partition) == first.first()[partition]))
+    overwrite = [i for i in table.timeline() if i.is_completed][-1]
+    assert overwrite.action == "replacecommit" and overwrite.completion_time
+    assert_hudi_rs_agrees(table)
+    assert table.validate() == []

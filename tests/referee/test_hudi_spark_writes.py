@@ -167,23 +167,99 @@ def test_a_table_hudi_made_with_its_record_index_is_continued_through_it(spark, 
     assert {r["id"]: r["v"] for r in rows} == {1: "java", 2: "ours", 4: "java", 5: "java", 6: "java", 8: "ours-8"}
 
 
-def test_a_hudi_1_writer_without_the_version_settings_upgrades_the_table_which_we_then_refuse(spark, hudi_spark, tmp_path):
-    from dbt.adapters.hudilite.table.errors import ConfigurationError
-
+def test_a_hudi_1_writer_without_the_version_settings_upgrades_our_table_which_we_then_continue(
+        spark, hudi_spark, tmp_path):
+    """Hudi 1.x's writer at its defaults upgrades a version 6 table we made (timeline, commit
+    metadata to Avro, properties, the metadata table); we read the upgraded table and continue
+    it at its new version."""
     table = HudiTable.create(spark, str(tmp_path / "t"), "events", partition_by=["region"], record_key=["id"],
                              precombine="ts")
     table.upsert(spark.createDataFrame([(1, "eu", 1, "a")], SCHEMA))
-    options = hudi_options(table, "upsert", "default")
+    options = hudi_options(table, "upsert", "default", metadata_table=True)
     del options["hoodie.write.table.version"], options["hoodie.write.auto.upgrade"]
     hudi_spark.write(table.path, [{"id": 2, "region": "us", "ts": 1, "v": "java"}], SCHEMA, options)
-    properties = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
-    if hudi_spark.version.startswith("0."):  # 0.15 writes version 6 only
-        assert "hoodie.table.version=6" in properties
-        HudiTable.open(spark, table.path).upsert(spark.createDataFrame([(3, "eu", 1, "c")], SCHEMA))
-        return
-    assert "hoodie.table.version=6" not in properties
-    with pytest.raises(ConfigurationError, match="hoodie.write.table.version=6 and hoodie.write.auto.upgrade=false"):
-        HudiTable.open(spark, table.path)
+    expected = {"0.15.0": 6, "1.0.2": 8, "1.1.1": 9}[hudi_spark.version]
+    table = HudiTable.open(spark, table.path)
+    assert table.config.table_version == expected
+    table.upsert(spark.createDataFrame([(1, "eu", 2, "ours"), (3, "eu", 1, "c")], SCHEMA))
+    assert HudiTable.open(spark, table.path).config.table_version == expected  # never downgraded
+    assert agree(table, hudi_spark, "our upsert on the upgraded table") == _data(
+        [(1, "eu", 2, "ours"), (2, "us", 1, "java"), (3, "eu", 1, "c")])
+    hudi_spark.write(table.path, [{"id": 3, "region": "eu", "ts": 2, "v": "java-3"}], SCHEMA, options)
+    table = HudiTable.open(spark, table.path)
+    assert agree(table, hudi_spark, "Hudi's upsert after ours") == _data(
+        [(1, "eu", 2, "ours"), (2, "us", 1, "java"), (3, "eu", 2, "java-3")])
+
+
+def test_hudi_at_its_pure_defaults_and_ours_take_turns_on_the_table_it_made(spark, hudi_spark, tmp_path):
+    """Hudi's writer with no setting but the table's name, key, partition and ordering fields
+    makes the table at its own version (0.15: 6, 1.0.2: 8, 1.1.1: 9, the metadata table on) and
+    we take turns with it at that version: upsert, insert, delete, insert_overwrite and
+    clustering on each side, both readers agreeing after every step."""
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing
+
+    path = str(tmp_path / "java_pure")
+    options = {"hoodie.table.name": "accounts", "hoodie.datasource.write.recordkey.field": "id",
+               "hoodie.datasource.write.partitionpath.field": "region",
+               "hoodie.datasource.write.precombine.field": "ts"}
+    rows = {}
+
+    def java(operation, changes, **extra):
+        hudi_spark.write(path, [{"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in changes], SCHEMA,
+                         dict(options, **{"hoodie.datasource.write.operation": operation}, **extra))
+        return HudiTable.open(spark, path)
+
+    def upserted(changes):
+        rows.update({i: (i, r, t, v) for i, r, t, v in changes})
+        return changes
+
+    def overwritten(region, changes):
+        for i in [i for i, row in rows.items() if row[1] == region]:
+            del rows[i]
+        return upserted(changes)
+
+    def step(table, name):
+        assert agree(table, hudi_spark, name) == _data(rows.values())
+
+    table = java("upsert", upserted([(i, "eu" if i % 2 else "us", 1, f"java-{i}") for i in range(1, 9)]))
+    version = {"0.15.0": 6, "1.0.2": 8, "1.1.1": 9}[hudi_spark.version]
+    assert table.config.table_version == version
+    step(table, "Hudi's table")
+    table.upsert(spark.createDataFrame(upserted([(1, "eu", 2, "ours-1"), (20, "us", 1, "ours-20")]), SCHEMA))
+    step(table, "our upsert")
+    table.file_sizing = FileSizing(small_file_limit=0)  # a file group of its own: clustering has two to join
+    table.insert(spark.createDataFrame(upserted([(21, "eu", 1, "ours-21")]), SCHEMA))
+    table.file_sizing = FileSizing()
+    step(table, "our insert")
+    table.delete(spark.createDataFrame([(2,)], "id long"))
+    del rows[2]
+    step(table, "our delete")
+    table.insert_overwrite(spark.createDataFrame(overwritten("us", [(30, "us", 1, "ours-30"), (4, "us", 5, "ours-4")]),
+                                                 SCHEMA))
+    step(table, "our insert_overwrite")
+    assert table.cluster() is not None
+    step(table, "our clustering")
+    assert HudiTable.open(spark, path).config.table_version == version
+    table = java("upsert", upserted([(21, "eu", 3, "java-21"), (40, "us", 1, "java-40")]))
+    step(table, "Hudi's upsert after ours")
+    table = java("insert", upserted([(41, "eu", 1, "java-41")]))
+    step(table, "Hudi's insert")
+    hudi_spark.write(path, [{"id": 30, "region": "us", "ts": 9, "v": "x"}], SCHEMA,
+                     dict(options, **{"hoodie.datasource.write.operation": "delete"}))
+    del rows[30]
+    table = HudiTable.open(spark, path)
+    step(table, "Hudi's delete")
+    table = java("insert_overwrite", overwritten("eu", [(50, "eu", 1, "java-50")]))
+    step(table, "Hudi's insert_overwrite")
+    table = java("upsert", upserted([(51, "us", 1, "java-51")]),
+                 **{"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "1"})
+    assert [m.operation for _, m in table.context.timeline.commits()][-1] == "CLUSTER"
+    step(table, "Hudi's clustering")
+    table.upsert(spark.createDataFrame(upserted([(50, "eu", 2, "ours-50"), (60, "eu", 1, "ours-60")]), SCHEMA))
+    step(table, "our upsert after Hudi's clustering")
+    assert table.read().where(F.col("id") == 50).count() == 1 and table.config.table_version == version
 
 
 def test_our_index_never_folds_away_or_misses_a_commit_hudis_writer_made(spark, hudi_spark, tmp_path, monkeypatch):

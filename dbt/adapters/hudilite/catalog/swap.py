@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from ..table import ConfigurationError, HudiTable, Storage
 from ..table.storage import faults
-from ..table.storage.layout import HOODIE_DIR, PROPERTIES_FILE
+from ..table.storage.layout import PROPERTIES_FILE
 from ..table.storage.lock import TableLock
 from .names import folder_name
 
@@ -145,12 +145,13 @@ def _last_commit(spark: SparkSession, path: str) -> Optional[Dict[str, str]]:
     try:
         if not HudiTable.exists(path):
             return None
-        latest = HudiTable.open(spark, path).context.timeline.latest_completed()
+            timeline = HudiTable.open(spark, path).context.timeline
+        latest = timeline.latest_completed()
     except Exception:  # noqa: BLE001 - a half-created table is none
         return None
     if latest is None:
         return None
-    file = posixpath.join(HOODIE_DIR, latest.file_name)
+    file = timeline.path_of(latest)
     return {"instant": file, "sha256": hashlib.sha256(Storage(path).read_bytes(file)).hexdigest()}
 
 

@@ -307,11 +307,6 @@ class TableContext:
         return gone(self.index.state()["base_instant"])
 
     # ---- the steps of a write ---------------------------------------------------------------
-    def check_version_writable(self) -> None:
-        """Refuse a table at a version hudilite reads but does not write (Hudi 1.x's 8 and 9)."""
-        if str(self.config.table_version) != props.TABLE_VERSION:
-            raise self.error(f"hudilite cannot write it: {self.config.not_writable}")
-
     def check_writable(self) -> None:
         """Refuse, before anything is written, a table whose Java writer's settings we cannot
         keep (see `properties`), or whose keys we cannot make."""

@@ -68,16 +68,6 @@ def _write(method):
     return write
 
 
-def _service(method):
-    """A table service (or index build) writes instants and files in the table's format: only
-    at a table version hudilite writes."""
-    @functools.wraps(method)
-    def service(self, *args, **kwargs):
-        self.context.check_version_writable()
-        return method(self, *args, **kwargs)
-    return service
-
-
 class HudiTable:
     def __init__(self, spark: SparkSession, storage: Storage, config: props.TableConfig):
         check_python_workers(spark)
@@ -316,7 +306,6 @@ class HudiTable:
         then insert all of `df`."""
         return updates.delete_insert(self.context, df, key_columns, predicates, predicate_alias)
 
-    @_service
     def build_index(self, num_shards: Optional[int] = None) -> int:
         """Build the index from the latest snapshot; returns its entries (keys, or key runs)."""
         return self.context.build_index(num_shards)
@@ -405,7 +394,6 @@ class HudiTable:
         """Problems that make the table ill-formed (empty when it is well-formed)."""
         return maintenance.validate(self.context)
 
-    @_service
     def cluster(self, cluster_by: Sequence[str] = ()) -> Optional[str]:
         """Rewrite each partition's small file groups (below `file_sizing.small_file_limit`, two
         or more) into files near `file_sizing.max_file_size`, sorted by `cluster_by` (a
@@ -419,13 +407,11 @@ class HudiTable:
         table lock still reads afresh."""
         return self.context.timeline.pinned()
 
-    @_service
     def run_services(self, services: maintenance.TableServices = maintenance.TableServices()) -> None:
         """The table services Hudi's writer runs inline after a commit: clustering when due,
         the cleaner, archival."""
         maintenance.run_services(self.context, services)
 
-    @_service
     def clean(self, retain_commits: int = DEFAULT_RETAIN_COMMITS, policy: str = KEEP_LATEST_COMMITS,
               retain_hours: int = DEFAULT_RETAIN_HOURS, retain_file_versions: int = DEFAULT_RETAIN_FILE_VERSIONS,
               sweep: bool = False) -> CleanPlan:
@@ -436,7 +422,6 @@ class HudiTable:
         return maintenance.clean(self.context, CleanPolicy(policy.upper(), retain_commits, retain_hours,
                                                            retain_file_versions), sweep)
 
-    @_service
     def savepoint(self, as_of=None, comments: str = "") -> str:
         """Savepoint the latest completed instant at or before `as_of` (default: the latest):
         the cleaner and archival keep its snapshot until the savepoint is deleted. Returns it."""
@@ -445,20 +430,17 @@ class HudiTable:
     def savepoints(self) -> List[str]:
         return self.context.timeline.savepoints()
 
-    @_service
     def delete_savepoint(self, instant: str) -> str:
         """Drop a savepoint; from then on the cleaner and archival may take its snapshot."""
         savepointing.delete_savepoint(self.context, instant)
         return instant
 
-    @_service
     def restore(self, as_of) -> List[str]:
         """Take the table back to the latest completed instant at or before `as_of` (a savepoint,
         or an instant still readable): later commits, their files and index entries go.
         Returns the instants rolled back, newest first."""
         return restoring.restore(self.context, as_of)
 
-    @_service
     def archive(self, keep_min_commits: int = DEFAULT_KEEP_MIN_COMMITS,
                 keep_max_commits: int = DEFAULT_KEEP_MAX_COMMITS) -> List[str]:
         """Once more than `keep_max_commits` completed instants are on the active timeline,

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import log_format
-from .avro_metadata import ARCHIVED_META_ENTRY, WRITE_STAT_FIELDS
+from . import avro_metadata
+from .avro_metadata import ARCHIVED_META_ENTRY
 from .commit import SPARK_SCHEMA_KEY, CommitMetadata
 from ..errors import CorruptTableError
 from .file_group import BaseFile, FileSystemView
@@ -106,43 +107,10 @@ def next_archive_name(names: Iterable[str]) -> str:
     return f"{JAVA_ARCHIVE_PREFIX}.{max(versions, default=0) + 1}_{ARCHIVE_WRITE_TOKEN}"
 
 
-def _long(value):
-    return None if value is None or isinstance(value, bool) else int(value)
-
-
-def _avro_stat(stat: dict) -> dict:
-    """A write stat of a commit's JSON as HoodieWriteStat; fields outside the schema are dropped."""
-    out = {}
-    for name, avro_type in WRITE_STAT_FIELDS.items():
-        value = stat.get(name)
-        if value is None:
-            out[name] = None
-        elif avro_type in ("long", "int"):
-            out[name] = _long(value) if isinstance(value, (int, float, str)) else None
-        elif avro_type == "string":
-            out[name] = str(value)
-        elif isinstance(avro_type, dict) and avro_type["type"] == "array":
-            out[name] = [str(v) for v in value] if isinstance(value, list) else None
-        elif isinstance(avro_type, dict) and avro_type["type"] == "map":
-            out[name] = {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else None
-    return out
-
-
 def commit_record(action: str, text: str) -> dict:
     """A completed commit's JSON metadata as Hudi's archiver stores it: HoodieCommitMetadata,
     or HoodieReplaceCommitMetadata for a replacecommit."""
-    body = json.loads(text) if text.strip() else {}
-    stats = {str(p): [_avro_stat(s) for s in (per or [])]
-             for p, per in (body.get("partitionToWriteStats") or {}).items() if p is not None}
-    extra = {str(k): "" if v is None else str(v) for k, v in (body.get("extraMetadata") or {}).items()}
-    record = {"partitionToWriteStats": stats, "extraMetadata": extra, "version": 1,
-              "operationType": body.get("operationType")}
-    if action == REPLACE_COMMIT:
-        record["partitionToReplaceFileIds"] = {str(p): [str(i) for i in ids or []]
-                                               for p, ids in (body.get("partitionToReplaceFileIds") or {}).items()}
-    else:
-        record["compacted"] = bool(body.get("compacted") or False)
-    return record
+    return avro_metadata.commit_record(json.loads(text) if text.strip() else {}, action == REPLACE_COMMIT)
 
 
 def archive_entries(commits: List[Tuple[Instant, str]]) -> List[dict]:

@@ -166,14 +166,88 @@ ARCHIVED_META_ENTRY = _record("HoodieArchivedMetaEntry", [
     _optional("hoodieReplaceCommitMetadata", REPLACE_COMMIT_METADATA),
     _optional("stateTransitionTime", _JAVA_STRING)])
 
-_PARSED: Dict[str, dict] = {}
+
+
+def _long(value):
+    return None if value is None or isinstance(value, bool) else int(value)
+
+
+def _avro_stat(stat: dict) -> dict:
+    """A write stat of a commit's JSON as HoodieWriteStat; fields outside the schema are dropped."""
+    out = {}
+    for name, avro_type in WRITE_STAT_FIELDS.items():
+        value = stat.get(name)
+        if value is None:
+            out[name] = None
+        elif avro_type in ("long", "int"):
+            out[name] = _long(value) if isinstance(value, (int, float, str)) else None
+        elif avro_type == "string":
+            out[name] = str(value)
+        elif isinstance(avro_type, dict) and avro_type["type"] == "array":
+            out[name] = [str(v) for v in value] if isinstance(value, list) else None
+        elif isinstance(avro_type, dict) and avro_type["type"] == "map":
+            out[name] = {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else None
+    return out
+
+
+def commit_record(body: dict, is_replace: bool) -> dict:
+    """A commit's metadata (the JSON form's fields) as a HoodieCommitMetadata record, or a
+    HoodieReplaceCommitMetadata one: what Hudi's archiver stores, and layout 2's completed file."""
+    stats = {str(p): [_avro_stat(s) for s in (per or [])]
+             for p, per in (body.get("partitionToWriteStats") or {}).items() if p is not None}
+    extra = {str(k): "" if v is None else str(v) for k, v in (body.get("extraMetadata") or {}).items()}
+    record = {"partitionToWriteStats": stats, "extraMetadata": extra, "version": 1,
+              "operationType": body.get("operationType"), "compacted": bool(body.get("compacted") or False)}
+    if is_replace:
+        record["partitionToReplaceFileIds"] = {str(p): [str(i) for i in ids or []]
+                                               for p, ids in (body.get("partitionToReplaceFileIds") or {}).items()}
+    return record
+
+
+def _java_strings(avro_type):
+    """`avro_type` with its strings (and maps' keys) marked as Java Strings, as Hudi's classes are."""
+    if avro_type == "string":
+        return _JAVA_STRING
+    if isinstance(avro_type, list):
+        return [_java_strings(t) for t in avro_type]
+    if isinstance(avro_type, dict):
+        out = dict(avro_type)
+        if out["type"] == "record":
+            out["fields"] = [{**f, "type": _java_strings(f["type"])} for f in out["fields"]]
+        elif out["type"] == "array":
+            out["items"] = _java_strings(out["items"])
+        elif out["type"] == "map":
+            out.update(values=_java_strings(out["values"]), **{"avro.java.string": "String"})
+        return out
+    return avro_type
+
+
+# Timeline layout 2 (table versions 8, 9) keeps a completed commit's metadata in its file as Avro,
+# with the writer schemas Hudi 1.x's classes have: every field of HoodieWriteStat (runtimeStats
+# too), `compacted` in a replacecommit as well, Java strings.
+_RUNTIME_STATS = _record("HoodieRuntimeStats", [
+    _optional("totalScanTime", "long"), _optional("totalCreateTime", "long"), _optional("totalUpsertTime", "long")])
+_STAT_FIELDS = WRITE_STAT["fields"]
+_WRITE_STAT_V2 = _java_strings(_record("HoodieWriteStat", _STAT_FIELDS[:25] + [_optional("runtimeStats", _RUNTIME_STATS)]
+                                       + _STAT_FIELDS[25:]))
+_COMMIT_FIELDS_V2 = [
+    _optional("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": _WRITE_STAT_V2}}),
+    _optional("compacted", "boolean"),
+    _optional("extraMetadata", {"type": "map", "values": "string"}),
+    _VERSION,
+    _optional("operationType", "string")]
+COMMIT_FILE_METADATA = _java_strings(_record("HoodieCommitMetadata", _COMMIT_FIELDS_V2))
+REPLACE_COMMIT_FILE_METADATA = _java_strings(_record("HoodieReplaceCommitMetadata", _COMMIT_FIELDS_V2 + [
+    _optional("partitionToReplaceFileIds", {"type": "map", "values": _STRINGS})]))
+
+_PARSED: Dict[int, dict] = {}
 
 
 def encode(schema: dict, record: dict) -> bytes:
     """One record as Hudi writes timeline metadata: an Avro container file, uncompressed."""
-    parsed = _PARSED.get(schema["name"])
+    parsed = _PARSED.get(id(schema))  # the schemas are this module's constants
     if parsed is None:
-        parsed = _PARSED[schema["name"]] = fastavro.parse_schema(schema)
+        parsed = _PARSED[id(schema)] = fastavro.parse_schema(schema)
     out = io.BytesIO()
     fastavro.writer(out, parsed, [record], codec="null")
     return out.getvalue()

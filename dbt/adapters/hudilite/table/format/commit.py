@@ -80,6 +80,12 @@ class CommitMetadata:
             body["partitionToReplaceFileIds"] = {p: list(ids) for p, ids in self.replaced_file_ids.items()}
         return json.dumps(body, indent=2)
 
+    def to_avro(self, is_replace: bool) -> bytes:
+        """The completed file's content at timeline layout 2 (table versions 8, 9)."""
+        record = avro_metadata.commit_record(json.loads(self.to_json(is_replace)), is_replace)
+        schema = avro_metadata.REPLACE_COMMIT_FILE_METADATA if is_replace else avro_metadata.COMMIT_FILE_METADATA
+        return avro_metadata.encode(schema, record)
+
     @classmethod
     def from_bytes(cls, data: bytes) -> "CommitMetadata":
         """A completed commit's file: JSON (timeline layout 1) or an Avro HoodieCommitMetadata /

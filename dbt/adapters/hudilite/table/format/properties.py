@@ -274,11 +274,10 @@ def _not_writable(props: Dict[str, str]) -> Optional[str]:
     encoding = props.get(PARQUET_ENCODING_KEY, COMPACT)
     if encoding not in PARQUET_ENCODINGS:
         return f"a newer hudilite set its parquet encoding to '{encoding}'; this one writes {', '.join(PARQUET_ENCODINGS)}"
-    if props.get("hoodie.table.version", TABLE_VERSION) != TABLE_VERSION:
-        return (f"it is at table version {props['hoodie.table.version']} (Hudi 1.x); hudilite reads tables at versions "
-                f"{', '.join(READ_VERSIONS)} and writes version {TABLE_VERSION} only")
-    if props.get("hoodie.timeline.layout.version", "1") != "1":
-        return f"its timeline layout version is {props['hoodie.timeline.layout.version']}; hudilite writes version 1"
+    ordering = [f for f in props.get("hoodie.table.ordering.fields", "").split(",") if f]
+    if len(ordering) > 1:
+        return (f"it orders records by {len(ordering)} fields (hoodie.table.ordering.fields={','.join(ordering)}); "
+                "hudilite merges by one precombine field")
     return None
 
 

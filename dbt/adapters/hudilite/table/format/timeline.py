@@ -8,8 +8,10 @@ view of the table starts from what they left readable, ours or Java's writer's a
 
 from __future__ import annotations
 
-import posixpath
 import contextlib
+import posixpath
+import re
+from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import archived_timeline
@@ -18,8 +20,8 @@ from . import lsm_history
 from .archived_timeline import ArchivedView
 from .commit import CommitMetadata
 from .file_group import FileSystemView
-from .instant import (ACTIONS, COMPLETED, INFLIGHT, REQUESTED, SAVEPOINT, Instant, instant_file_name, is_instant_time,
-                      parse_instant_file_name, to_instant_time)
+from .instant import (ACTIONS, CLUSTERING, COMMIT, COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, SAVEPOINT, Instant,
+                      instant_file_name, is_instant_time, next_instant_time, parse_instant_file_name, to_instant_time)
 from ..errors import CorruptTableError, TimelineError
 from ..storage.lock import check_lease
 from .properties import timeline_folders
@@ -27,6 +29,7 @@ from ..storage.layout import ARCHIVED_DIR, ARCHIVED_VIEW, HOODIE_DIR, TMP_DIR, a
 from ..storage.filesystem import Storage
 
 _STATE_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
+_TIMES = re.compile(r"\d{17}")  # the requested and completion times in an instant file's name
 
 
 def _most_advanced(names: List[str], actions, after: Optional[str] = None) -> List[Instant]:
@@ -186,6 +189,8 @@ class Timeline:
     def write_service_instant(self, instant: Instant, schema: Optional[dict] = None, record: Optional[dict] = None) -> None:
         """Write a service instant's file, by atomic rename: a plan is read back to finish the work."""
         body = b"" if schema is None else avro_metadata.encode(schema, record)
+        if instant.is_completed and self.orders_by_completion and instant.completion_time is None:
+            instant = replace(instant, completion_time=self._completion_time())
         path = self.path_of(instant)
         if instant.is_completed:
             self._publish(path, body)
@@ -258,6 +263,12 @@ class Timeline:
         """Timeline layout 2: changes are read by completion time (layout 1: by instant time)."""
         return self.history_dir is not None
 
+    @property
+    def clustering_action(self) -> str:
+        """What a pending clustering is named: replacecommit at layout 1, clustering at layout 2
+        (it completes as a replacecommit in both)."""
+        return CLUSTERING if self.orders_by_completion else REPLACE_COMMIT
+
     def completed_view(self, start: str, end: str) -> Tuple[FileSystemView, set]:
         """The table as the instants completed by `end` (a completion time) left it, and those
         of them that completed after `start`, by their instant times."""
@@ -310,26 +321,56 @@ class Timeline:
 
     # Transitions. A pending instant's files may be empty; only the completed one carries metadata.
     def path_of(self, instant: Instant) -> str:
-        """Where an instant's file is (relative to the table)."""
+        """Where an instant's file is (relative to the table). A completed instant at layout 2
+        is named with its completion time, found in the listing when not given."""
+        if instant.is_completed and instant.completion_time is None and self.orders_by_completion:
+            instant = self._listed_completed(instant.timestamp, instant.action) or instant
         return posixpath.join(self.dir, instant.file_name)
+
+    def _listed_completed(self, timestamp: str, action: str, names: Optional[List[str]] = None) -> Optional[Instant]:
+        for name in self._names() if names is None else names:
+            if name.startswith(timestamp + "_"):
+                instant = parse_instant_file_name(name)
+                if instant is not None and instant.is_completed and instant.action == action:
+                    return instant
+        return None
 
     def _path(self, timestamp: str, action: str, state: str) -> str:
         return posixpath.join(self.dir, instant_file_name(timestamp, action, state))
 
     def create_requested(self, timestamp: str, action: str) -> None:
-        self._write(self._path(timestamp, action, REQUESTED))
+        # Layout 2 keeps an (empty) HoodieRequestedReplaceMetadata in a requested replacecommit.
+        body = b""
+        if action == REPLACE_COMMIT and self.orders_by_completion:
+            body = avro_metadata.encode(avro_metadata.REQUESTED_REPLACE_METADATA, {})
+        self._write(self._path(timestamp, action, REQUESTED), body)
 
     def transition_to_inflight(self, timestamp: str, action: str) -> None:
         self._write(self._path(timestamp, action, INFLIGHT))
 
-    def _write(self, path: str) -> None:
+    def _write(self, path: str, body: bytes = b"") -> None:
         with self._changing(added=[path]):
-            self.storage.write_bytes(path, b"")
+            self.storage.write_bytes(path, body)
 
     def complete(self, timestamp: str, action: str, metadata: CommitMetadata) -> None:
-        body = metadata.to_json(is_replace=action != "commit").encode("utf-8")
-        self._publish(self._path(timestamp, action, COMPLETED), body)
-        self._metadata_cache[timestamp] = CommitMetadata.from_json(body.decode("utf-8"))  # as a reader would read it
+        """Publish a commit (or clustering) instant: its metadata as JSON at layout 1, as Avro
+        with its completion time in the name at layout 2."""
+        is_replace = action != COMMIT
+        if self.orders_by_completion:
+            body = metadata.to_avro(is_replace)
+            done = Instant(timestamp, REPLACE_COMMIT if is_replace else COMMIT, COMPLETED, self._completion_time())
+        else:
+            body = metadata.to_json(is_replace).encode("utf-8")
+            done = Instant(timestamp, action, COMPLETED)
+        self._publish(self.path_of(done), body)
+        self._metadata_cache[timestamp] = CommitMetadata.from_bytes(body)  # as a reader would read it
+
+    def _completion_time(self) -> str:
+        """Layout 2: the completion time of an instant completing now, under the table lock (on
+        its fresh listing): later than every time on the timeline, so that a changes read that
+        ended at the latest completion it saw misses nothing published after it."""
+        times = [t for name in self._names() for t in _TIMES.findall(name.split(".", 1)[0])]
+        return next_instant_time(max(times) if times else None)
 
     def _publish(self, path: str, body: bytes) -> None:
         """A completed instant, created only if absent: never replaced (`Storage.publish`)."""
@@ -338,13 +379,17 @@ class Timeline:
 
     def is_published(self, timestamp: str, action: str) -> bool:
         """Whether the completed instant file exists: from then on the instant is committed."""
+        if self.orders_by_completion:  # its name holds a completion time: looked for on a fresh listing
+            done = REPLACE_COMMIT if action == CLUSTERING else action
+            return self._listed_completed(timestamp, done, self.storage.list_names(self.dir)) is not None
         return self.storage.exists(self._path(timestamp, action, COMPLETED))
 
     def delete_instant_file(self, instant: Instant) -> None:
         """Remove one file of an instant that leaves the active timeline by a service (archival,
         a savepoint drop), which says in what order."""
-        with self._changing(removed=[instant.file_name]):
-            self.storage.delete_file(self.path_of(instant))
+        path = self.path_of(instant)
+        with self._changing(removed=[path]):
+            self.storage.delete_file(path)
 
     def write_archived_view(self, view: ArchivedView) -> None:
         """Archival's record of what it archived: from then on those instants are archived."""

@@ -50,7 +50,11 @@ def listed_partitions(properties: Dict[str, str], key: str = PARTITIONS_KEY) -> 
 
 
 def _kept(properties: Dict[str, str]) -> bool:
-    return properties.get(ENABLE_KEY, "true").lower() != "false"
+    """Whether writes keep the metadata table in step: unless the table opted out, or it is at a
+    table version whose metadata table hudilite does not write yet (8, 9: writes drop it, and
+    Hudi 1.x's writer builds it again from storage)."""
+    return (properties.get(ENABLE_KEY, "true").lower() != "false"
+            and properties.get("hoodie.table.version", props.TABLE_VERSION) == props.TABLE_VERSION)
 
 
 def _keyed(properties: Dict[str, str]) -> bool:
@@ -135,7 +139,8 @@ class MetadataTable:
         text, listed = self._properties()
         if not _kept(listed):
             if any(listed.get(key) for key in props.METADATA_PARTITIONS):
-                self.drop()  # Hudi's writer built one since: it would be stale from this instant on
+                # Hudi's writer built one since: it would be stale from this instant on
+                self.drop(keep_dropped=listed.get(ENABLE_KEY, "true").lower() == "false")
             return
         if self._take_off_unkept(text, listed):
             text, listed = self._properties()

@@ -30,7 +30,7 @@ from ..format.schema import resolve_columns
 from ..format.file_group import BaseFile, FileGroup
 from ..spark.file_sizing import FileSizing, average_record_bytes
 from ..index.table_index import IndexChange
-from ..format.instant import REPLACE_COMMIT, REQUESTED, Instant
+from ..format.instant import REQUESTED, Instant
 from ..spark.reader import bounded_stored_reads
 from ..format.rows import CLUSTER_GROUP, CLUSTER_ROWS
 from ..format.schema import FILE_NAME, quote
@@ -84,7 +84,8 @@ def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
     sort_columns = resolve_columns(list(cluster_by), data_schema) if cluster_by else []
     if not ctx.config.auto_keys:
         ctx.ensure_index()
-    with ctx.transaction(REPLACE_COMMIT) as txn:
+    action = ctx.timeline.clustering_action
+    with ctx.transaction(action) as txn:
         view = ctx.timeline.view()
         plan = plan_clustering(view.live_groups(), ctx.file_sizing, average_record_bytes(ctx.timeline.commits()))
         if not plan:
@@ -92,7 +93,7 @@ def cluster(ctx: TableContext, cluster_by: Sequence[str] = ()) -> Optional[str]:
         chosen = {f for c in plan for f in c.file_ids}
         files = [g.latest for g in view.live_groups() if g.file_id in chosen]
         # As Hudi: the requested instant holds the plan (Java's clustering tools read it there).
-        ctx.timeline.write_service_instant(Instant(txn.instant, REPLACE_COMMIT, REQUESTED), REQUESTED_REPLACE_METADATA,
+        ctx.timeline.write_service_instant(Instant(txn.instant, action, REQUESTED), REQUESTED_REPLACE_METADATA,
                                            clustering_plan_record(plan, files, sort_columns, ctx.storage.uri))
         rows = _rows_by_group(ctx.read_files(files), data_schema.names, plan, sort_columns)
         spec = ctx.write_spec(txn.instant, rows_per_file=[c.rows_per_file for c in plan])

@@ -174,6 +174,10 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
     back (Hudi's readers take a metadata deltacommit only while its data instant is active), both
     are compacted and archival goes on. Returns the archived instants."""
     check_keep(keep_min_commits, keep_max_commits)
+    if ctx.timeline.orders_by_completion:
+        # Timeline layout 2 archives into the LSM history, which hudilite reads but does not
+        # write yet: its instants stay active (Hudi 1.x's writer archives them).
+        return []
     if not _archival_may_be_due(ctx, keep_max_commits):
         return []
     chosen, held_by_index = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=True)
@@ -252,7 +256,7 @@ def _archive_through(ctx: TableContext, archived: ArchivedView, through: str) ->
     the archived view (from then on they are archived), then their files on the timeline."""
     timeline = ctx.timeline
     commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= through]
-    texts = [(i, ctx.storage.read_text(posixpath.join(HOODIE_DIR, i.file_name))) for i, _ in commits]
+    texts = [(i, ctx.storage.read_text(timeline.path_of(i))) for i, _ in commits]
     write_archive(ctx.storage, texts, timeline.archived_dir)
     timeline.write_archived_view(archived.folded(commits))
     faults.reach("archive")
@@ -298,7 +302,7 @@ def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
     instant files, completed one last, and a claim or markers their writer left behind."""
     if through is None:
         return
-    archived = sorted(i for i in map(parse_instant_file_name, ctx.storage.list_names(HOODIE_DIR))
+    archived = sorted(i for i in map(parse_instant_file_name, ctx.storage.list_names(ctx.timeline.dir))
                       if i is not None and i.timestamp <= through and i.state == COMPLETED)
     for instant in archived:  # oldest first, completed file last: the rest stays a contiguous timeline
         ctx.storage.delete_file(writer_path(instant.timestamp))

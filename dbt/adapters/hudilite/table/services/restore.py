@@ -27,7 +27,7 @@ from ..context import TableContext
 from ..errors import ConcurrentWriteError, TimelineError
 from ..format.instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
 from ..index.files import DELTA
-from ..storage.layout import HOODIE_DIR, PRIVATE_DIR, marker_path, parse_index_file_name
+from ..storage.layout import PRIVATE_DIR, marker_path, parse_index_file_name
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
 from .savepoint import drop_savepoint
@@ -90,8 +90,7 @@ def _roll_back_commit(ctx: TableContext, timestamp: str, action: str, index_delt
     """Roll back one completed commit (already rolled back when its instant is gone) and the
     index deltas it wrote. Returns the base files removed per partition."""
     instant = Instant(timestamp, action, COMPLETED)
-    path = posixpath.join(HOODIE_DIR, instant.file_name)
-    if ctx.storage.exists(path):
+    if ctx.storage.exists(ctx.timeline.path_of(instant)):
         metadata = ctx.timeline.metadata(instant)
         files = [s.path for s in metadata.write_stats] + index_deltas
         for file_path in files:  # what `rollback` deletes
