@@ -132,3 +132,31 @@ def test_our_writes_continue_a_hudi_1x_table_at_its_version(spark, tmp_path, nam
     assert overwrite.action == "replacecommit" and overwrite.completion_time
     assert_hudi_rs_agrees(table)
     assert table.validate() == []
+
+
+@pytest.mark.parametrize("version, fixture", [(8, "v8_simplekeygen_nonhivestyle"), (9, "v9_txns_simple_nometa")])
+def test_a_table_we_create_at_version_8_or_9_has_hudis_properties_and_reads_as_hudi_rs_reads_it(
+        spark, tmp_path, version, fixture):
+    from dbt.adapters.hudilite.table.format.properties import loads
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by=["region"], record_key="id",
+                             precombine="ts", table_version=version)
+    assert os.path.isdir(os.path.join(table.path, ".hoodie", "timeline", "history"))
+    ours = loads(open(os.path.join(table.path, ".hoodie", "hoodie.properties")).read())
+    theirs = loads(open(fixture_table(spark, tmp_path, fixture).path + "/.hoodie/hoodie.properties").read())
+    ours_only = {"hoodie.populate.meta.fields", "hoodie.table.base.file.format", "hoodie.table.timeline.timezone",
+                 "hudilite.parquet.encoding", "hudilite.keygen.timestamp.keys"}  # Hudi's defaults, and ours
+    assert set(ours) - ours_only == set(theirs) - {"hoodie.table.create.schema", "hoodie.table.precombine.field"} | (
+        {"hoodie.table.precombine.field"} if version == 8 else set())
+    assert (ours["hoodie.table.version"], ours["hoodie.table.initial.version"], ours["hoodie.timeline.layout.version"]) \
+        == (str(version), str(version), "2")
+    schema = "id long, region string, ts long, v string"
+    table.upsert(spark.createDataFrame([(1, "eu", 1, "a"), (2, "us", 1, "b")], schema))
+    table.upsert(spark.createDataFrame([(1, "eu", 2, "a2"), (3, "us", 1, "c")], schema))
+    table.delete(spark.createDataFrame([(2,)], "id long"))
+    reopened = HudiTable.open(spark, table.path)
+    assert reopened.config.table_version == version and reopened.config.precombine_field == "ts"
+    assert sorted((r.id, r.v) for r in reopened.read().collect()) == [(1, "a2"), (3, "c")]
+    assert all(i.completion_time for i in reopened.timeline())
+    assert_hudi_rs_agrees(reopened)
+    assert reopened.validate() == []

@@ -262,6 +262,44 @@ def test_hudi_at_its_pure_defaults_and_ours_take_turns_on_the_table_it_made(spar
     assert table.read().where(F.col("id") == 50).count() == 1 and table.config.table_version == version
 
 
+def test_hudi_at_its_pure_defaults_continues_a_table_we_created_at_its_version(spark, hudi_spark, tmp_path):
+    """A table we create at 6, 8 or 9 is Hudi's own to its writer at that version: Hudi at its
+    defaults upserts, deletes and overwrites a partition, and we continue. Hudi 1.1 upgrades a
+    version 8 table it writes to (9), which we then continue at 9."""
+    versions = {"0.15.0": [6], "1.0.2": [8], "1.1.1": [8, 9]}[hudi_spark.version]
+    for version in versions:
+        path = str(tmp_path / f"ours_v{version}")
+        table = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"], precombine="ts",
+                                 table_version=version)
+        table.upsert(spark.createDataFrame([(1, "eu", 1, "a"), (2, "us", 1, "b"), (3, "us", 1, "c")], SCHEMA))
+        assert agree(table, hudi_spark, f"our table at {version}") == _data(
+            [(1, "eu", 1, "a"), (2, "us", 1, "b"), (3, "us", 1, "c")])
+        options = {"hoodie.table.name": "events", "hoodie.datasource.write.recordkey.field": "id",
+                   "hoodie.datasource.write.partitionpath.field": "region",
+                   "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.hive_style_partitioning": "true"}
+
+        def java(operation, rows):
+            hudi_spark.write(path, [{"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in rows], SCHEMA,
+                             dict(options, **{"hoodie.datasource.write.operation": operation}))
+            return HudiTable.open(spark, path)
+
+        table = java("upsert", [(1, "eu", 2, "java-1"), (4, "eu", 1, "java-4")])
+        after = 9 if hudi_spark.version.startswith("1.1") else version
+        assert table.config.table_version == after
+        assert agree(table, hudi_spark, f"Hudi's upsert on our table at {version}") == _data(
+            [(1, "eu", 2, "java-1"), (2, "us", 1, "b"), (3, "us", 1, "c"), (4, "eu", 1, "java-4")])
+        table = java("delete", [(3, "us", 9, "x")])
+        assert agree(table, hudi_spark, "Hudi's delete") == _data(
+            [(1, "eu", 2, "java-1"), (2, "us", 1, "b"), (4, "eu", 1, "java-4")])
+        table = java("insert_overwrite", [(5, "us", 1, "java-5")])
+        assert agree(table, hudi_spark, "Hudi's insert_overwrite") == _data(
+            [(1, "eu", 2, "java-1"), (4, "eu", 1, "java-4"), (5, "us", 1, "java-5")])
+        table.upsert(spark.createDataFrame([(4, "eu", 3, "ours-4"), (6, "us", 1, "ours-6")], SCHEMA))
+        assert agree(table, hudi_spark, "our upsert after Hudi's") == _data(
+            [(1, "eu", 2, "java-1"), (4, "eu", 3, "ours-4"), (5, "us", 1, "java-5"), (6, "us", 1, "ours-6")])
+        assert HudiTable.open(spark, path).config.table_version == after
+
+
 def test_our_index_never_folds_away_or_misses_a_commit_hudis_writer_made(spark, hudi_spark, tmp_path, monkeypatch):
     from dbt.adapters.hudilite.table.errors import ConcurrentWriteError
 

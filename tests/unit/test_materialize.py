@@ -191,6 +191,20 @@ def test_a_changed_layout_rebuilds_a_table_and_refuses_an_incremental_run():
         m.plan_build(snap, COLUMNS, state(record_key_fields=["a"]), False)
 
 
+def test_another_table_version_rebuilds_a_table_model_and_a_full_refresh_and_no_incremental_run():
+    at_6 = m.TableState([], [], list(COLUMNS), table_version=6)
+    rebuilt = m.plan_build(config(materialized="table", hudi_table_version=9), COLUMNS, at_6, False)
+    assert (rebuilt.operation, rebuilt.recreate, rebuilt.table_version) == (m.CREATE, True, 9)
+    kept = m.plan_build(config(hudi_table_version=9), COLUMNS, at_6, False)  # an incremental run keeps its history
+    assert (kept.operation, kept.recreate) == (m.INSERT, False)
+    assert m.plan_build(config(hudi_table_version=9), COLUMNS, at_6, True).recreate
+    assert not m.plan_build(config(materialized="table"), COLUMNS, at_6, False).recreate  # unset: the table's
+    assert not m.plan_build(config(materialized="table", hudi_table_version=6), COLUMNS, at_6, False).recreate
+    assert m.ModelConfig.from_node({"name": "o", "config": {"hudi_table_version": "8"}}).hudi_table_version == 8
+    with pytest.raises(m.ModelConfigError, match="model 'o': hudi_table_version must be one of 6, 8, 9"):
+        m.ModelConfig.from_node({"name": "o", "config": {"hudi_table_version": 7}})
+
+
 def test_the_plan_validates_before_anything_is_decided():
     with pytest.raises(m.ModelConfigError, match="unique_key names column 'nope'"):
         m.plan_build(config(strategy="merge", unique_key=["nope"]), COLUMNS, None, False)

@@ -14,7 +14,7 @@ from .table import ConfigurationError, FileSizing, TableServices, quote
 from .table.services.cleaner import KEEP_LATEST_COMMITS
 from .table.format.schema import IS_DELETED
 from .table.format.commit import INSERT, INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, UPSERT
-from .table.format.properties import PARQUET_ENCODINGS
+from .table.format.properties import PARQUET_ENCODINGS, TABLE_VERSIONS
 
 STRATEGIES = ("append", "insert_overwrite", "microbatch", "merge", "delete+insert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
@@ -76,6 +76,8 @@ class ModelConfig:
     drop_metadata_table: bool = False  # remove Hudi's metadata table of a table Java wrote (`metadata_table`)
     # Hudi's hoodie.populate.meta.fields: False makes a table with virtual keys; None: the table's, or true
     populate_meta_fields: Optional[bool] = None
+    # Hudi's table version a new table is created at (6, 8 or 9); None: the profile's, else 6
+    hudi_table_version: Optional[int] = None
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -108,10 +110,21 @@ class ModelConfig:
             drop_metadata_table=_flag(config, "drop_metadata_table", name),
             populate_meta_fields=None if config.get("populate_meta_fields") in (None, "")
             else _flag(config, "populate_meta_fields", name),
+            hudi_table_version=table_version(config.get("hudi_table_version"), f"model '{name}'"),
         )
 
     def fail(self, message: str) -> ModelConfigError:
         return ModelConfigError(f"model '{self.name}': {message}")
+
+
+def table_version(value: Any, where: str) -> Optional[int]:
+    """A `hudi_table_version` setting: 6, 8 or 9 (None when unset)."""
+    if value in (None, ""):
+        return None
+    if str(value).strip() not in [str(v) for v in TABLE_VERSIONS]:
+        raise ModelConfigError(f"{where}: hudi_table_version must be one of {', '.join(map(str, TABLE_VERSIONS))} "
+                               f"(Hudi 0.14+, 1.0+, 1.1+ read them), not {value!r}")
+    return int(str(value).strip())
 
 
 def _flag(config: Dict[str, Any], key: str, model: str) -> bool:
@@ -355,6 +368,7 @@ class TableState:
     columns: List[Tuple[str, str]]  # (name, Spark type), meta columns excluded
     parquet_encoding: str = PARQUET_ENCODINGS[0]
     virtual_keys: bool = False  # hoodie.populate.meta.fields=false
+    table_version: int = TABLE_VERSIONS[0]
 
 
 @dataclass
@@ -369,6 +383,7 @@ class BuildPlan:
     file_sizing: FileSizing
     parquet_encoding: Optional[str] = None  # None: the table's, or compact for a new one
     populate_meta_fields: Optional[bool] = None  # None: the table's, or true for a new one
+    table_version: Optional[int] = None  # of a new table; None: 6
     write_retries: int = 0  # runs of the write again after a conflict with a concurrent writer
     recreate: bool = False  # drop the existing table first: its layout changed on a rebuild
     schema: Optional[SchemaPlan] = None  # incremental writes: how the rows are shaped
@@ -383,8 +398,12 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
     excluded; `table` is None when there is no table yet. Raises `ModelConfigError`."""
     validate(config, [n for n, _ in columns])
     recreate = False
-    if table is not None and table_layout_changed(config, table.partition_fields, table.record_key_fields,
-                                                  table.parquet_encoding, table.virtual_keys):
+    # Another table version is taken by a table model's next build and by a --full-refresh; an
+    # incremental or snapshot table keeps its history, and its version (Hudi upgrades in place).
+    new_version = table is not None and config.hudi_table_version not in (None, table.table_version) and (
+        config.materialized == "table" or (full_refresh and config.materialized == "incremental"))
+    if table is not None and (new_version or table_layout_changed(config, table.partition_fields, table.record_key_fields,
+                                                                  table.parquet_encoding, table.virtual_keys)):
         if config.materialized == "snapshot":
             raise config.fail(f"the table is not keyed by {config.unique_key[0]} (record key "
                               f"{table.record_key_fields}); it was not built as a snapshot: drop it or choose another target")
@@ -410,7 +429,7 @@ def plan_build(config: ModelConfig, columns: List[Tuple[str, str]], table: Optio
                      precombine_field=config.precombine_field, services=config.services,
                      file_sizing=config.file_sizing,
                      parquet_encoding=config.parquet_encoding, populate_meta_fields=config.populate_meta_fields,
-                     write_retries=0 if operation == CREATE else config.write_retries, recreate=recreate)
+                     table_version=config.hudi_table_version, write_retries=0 if operation == CREATE else config.write_retries, recreate=recreate)
     if operation in (INSERT, OVERWRITE_PARTITIONS, UPSERT, DELETE_INSERT):
         model_columns = [(n, t) for n, t in columns if n.lower() != DELETE_FLAG]
         plan.schema = plan_schema_change(config, table.columns, model_columns)

@@ -38,7 +38,7 @@ from .spark.file_sizing import FileSizing
 from .index.table_index import TableIndex
 from .format.instant import Instant, to_instant_time
 from .format.keygen import EPOCH_MICROS
-from .storage.layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR
+from .storage.layout import EMPTY_DIR, HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, history_dir
 from .storage.lock import TableLock
 from .spark.reader import changed_rows, rows_of_instants
 from .format.schema import data_columns, to_avro, with_meta_columns
@@ -82,13 +82,16 @@ class HudiTable:
     def create(cls, spark: SparkSession, path: str, name: str, partition_by: Fields = None,
                record_key: Fields = None, precombine: Optional[str] = None,
                database: str = "default", schema: Optional[T.StructType] = None,
-               parquet_encoding: str = props.COMPACT, virtual_keys: bool = False) -> "HudiTable":
+               parquet_encoding: str = props.COMPACT, virtual_keys: bool = False,
+               table_version: int = int(props.TABLE_VERSION)) -> "HudiTable":
         """A new, empty table. `schema` (the rows it will hold) is recorded as Hudi's
         `hoodie.table.create.schema`, which Java readers resolve the schema of a table without
         commits from; `parquet_encoding` is `compact` or `portable` (properties.PARQUET_ENCODINGS).
         `virtual_keys`: Hudi's `hoodie.populate.meta.fields=false`, the meta columns of its files
         left empty (null) but for `_hoodie_file_name`; keys come from the record key fields, and
-        changes reads are refused (no commit time is stored per row). It needs a record key."""
+        changes reads are refused (no commit time is stored per row). It needs a record key.
+        `table_version`: Hudi's table version, 6 (Hudi 0.14 and later read it), 8 (Hudi 1.0 and
+        later) or 9 (Hudi 1.1 and later)."""
         check_python_workers(spark)
         storage = Storage(path)
         if storage.exists(PROPERTIES_FILE):
@@ -109,10 +112,13 @@ class HudiTable:
             name=name, partition_fields=_field_list(partition_by), record_key_fields=_field_list(record_key),
             precombine_field=precombine, database=database, parquet_encoding=parquet_encoding,
             virtual_keys=virtual_keys, create_schema=None if schema is None else to_avro(data_columns(schema), name),
-            timestamp_keys=EPOCH_MICROS,
+            timestamp_keys=EPOCH_MICROS, table_version=int(table_version),
+            timeline_folder="timeline" if int(table_version) >= 8 else None,
         )
         config.check_new()
         try:
+            if config.timeline_folder:  # Hudi 1.x lists these folders from the start
+                storage.make_dirs(history_dir(config.timeline_folder, config.history_folder))
             storage.write_atomic(PROPERTIES_FILE, props.dumps(config.to_properties()).encode(), TMP_DIR)
         except OSError as err:
             raise ConfigurationError(f"cannot create table {name} at {storage.base_path}: {err}") from None

@@ -8,8 +8,15 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import ConfigurationError
 
-TABLE_VERSION = "6"  # what hudilite creates tables at
+TABLE_VERSION = "6"  # what hudilite creates tables at unless told (`TableConfig.table_version`)
 READ_VERSIONS = ("6", "8", "9")  # 8: Hudi 1.0, 9: Hudi 1.1 (timeline layout 2); 7 was never a table's
+TABLE_VERSIONS = tuple(int(v) for v in READ_VERSIONS)  # what it reads, continues and creates
+# Hudi 1.x's record merge modes and the strategy ids Hudi 1.0 records for them (1.1 drops the ids).
+EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
+_MERGE_STRATEGY_IDS = {EVENT_TIME_ORDERING: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+                       COMMIT_TIME_ORDERING: "ce9acb64-bde0-424c-9b91-f6ebba25356d"}
+_PAYLOADS = {EVENT_TIME_ORDERING: "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+             COMMIT_TIME_ORDERING: "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}
 
 KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
 KEYGEN_COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
@@ -149,6 +156,9 @@ class TableConfig:
 
     def check_new(self) -> None:
         """Settings a new table is created with."""
+        if self.table_version not in TABLE_VERSIONS:
+            raise ConfigurationError(f"table {self.name}: hudi_table_version {self.table_version} is not one of "
+                                     f"{', '.join(READ_VERSIONS)}")
         if self.parquet_encoding not in PARQUET_ENCODINGS:
             raise ConfigurationError(f"table {self.name}: parquet_encoding '{self.parquet_encoding}' is not one of "
                                      f"{', '.join(PARQUET_ENCODINGS)}")
@@ -176,12 +186,18 @@ class TableConfig:
             return KEYGEN_COMPLEX
         return KEYGEN_SIMPLE
 
+    @property
+    def keygen_type(self) -> Optional[str]:
+        """Hudi 1.x's name of the key generator (`hoodie.table.keygenerator.type`); None for one
+        it has no name for."""
+        return {cls: name for name, cls in _KEYGEN_TYPES.items()}.get(self.keygen_class)
+
     def to_properties(self) -> Dict[str, str]:
         props = {
             "hoodie.table.name": self.name,
             "hoodie.database.name": self.database,
             "hoodie.table.type": "COPY_ON_WRITE",
-            "hoodie.table.version": TABLE_VERSION,
+            "hoodie.table.version": str(self.table_version),
             "hoodie.timeline.layout.version": "1",
             "hoodie.table.base.file.format": "PARQUET",
             "hoodie.table.keygenerator.class": self.keygen_class,
@@ -206,7 +222,33 @@ class TableConfig:
             props[PARTITION_TYPES_KEY] = ",".join(self.partition_types)
         if self.timestamp_keys:
             props[TIMESTAMP_KEYS_KEY] = self.timestamp_keys
+        if self.table_version >= 8:
+            self._hudi_1x_properties(props)
         return props
+
+    def _hudi_1x_properties(self, props: Dict[str, str]) -> None:
+        """The keys Hudi 1.0 (table version 8) and 1.1 (9) write at a table's creation on top of
+        version 6's: timeline layout 2 and where it lives, the merge mode (event time with an
+        ordering field, else commit time), the key generator by its type; 1.1 names the ordering
+        field `ordering.fields`, records no payload class or strategy id, and the table format."""
+        mode = EVENT_TIME_ORDERING if self.precombine_field else COMMIT_TIME_ORDERING
+        props.update({
+            "hoodie.timeline.layout.version": "2",
+            "hoodie.table.initial.version": str(self.table_version),
+            "hoodie.timeline.path": self.timeline_folder or "timeline",
+            "hoodie.timeline.history.path": self.history_folder,
+            "hoodie.record.merge.mode": mode,
+        })
+        if self.keygen_type:
+            props["hoodie.table.keygenerator.type"] = self.keygen_type
+            del props["hoodie.table.keygenerator.class"]
+        if self.table_version == 8:
+            props["hoodie.record.merge.strategy.id"] = _MERGE_STRATEGY_IDS[mode]
+            props["hoodie.compaction.payload.class"] = _PAYLOADS[mode]
+        else:
+            props["hoodie.table.format"] = "native"
+            if self.precombine_field:
+                props["hoodie.table.ordering.fields"] = props.pop("hoodie.table.precombine.field")
 
     @classmethod
     def from_properties(cls, props: Dict[str, str], ours: bool = True) -> "TableConfig":
