@@ -23,8 +23,9 @@ OPERATIONS = ("append", "insert_overwrite", "table", "merge", "merge_parallel", 
 PUBLISHED = ("after_publish", "clean", "compaction", "archive")  # the write is committed when these are reached
 
 
-def start_table(spark, path, keyed):
-    table = HudiTable.create(spark, path, "crash", partition_by="day", record_key="id" if keyed else None)
+def start_table(spark, path, keyed, version=6):
+    table = HudiTable.create(spark, path, "crash", partition_by="day", record_key="id" if keyed else None,
+                             table_version=version)
     rows = spark.createDataFrame(START, "id long, v string, day string")
     table.insert(rows.where("id < 15"))
     (table.upsert if keyed else table.insert)(rows.where("id >= 15"))
@@ -41,9 +42,17 @@ DEFAULT_CASES = {("append", "requested"), ("insert_overwrite", "archive"), ("tab
                  ("merge", "metadata_deltacommit"),
                  ("merge", "compaction"), ("merge", "after_publish"), ("merge_parallel", "task"),
                  ("delete", "clean"), ("cluster", "task")}
-CASES = [pytest.param(operation, phase, id=f"{operation}-{phase}",
+CASES = [pytest.param(operation, phase, 6, id=f"{operation}-{phase}",
                       marks=() if (operation, phase) in DEFAULT_CASES else pytest.mark.crash)
          for operation in OPERATIONS for phase in PHASES]
+# At table version 9 (timeline layout 2: the completion time taken and published under the lock),
+# the phases a write reaches there (no metadata table or archival of ours yet).
+V9_PHASES = ("requested", "task", "before_publish", "after_publish", "clean")
+V9_DEFAULT_CASES = {("merge", "before_publish"), ("insert_overwrite", "requested"), ("cluster", "after_publish"),
+                    ("delete", "clean")}
+CASES += [pytest.param(operation, phase, 9, id=f"v9-{operation}-{phase}",
+                       marks=() if (operation, phase) in V9_DEFAULT_CASES else pytest.mark.crash)
+          for operation in OPERATIONS for phase in V9_PHASES]
 
 
 # Killed writers running side by side: each is a Spark start-up, mostly waiting on one core.
@@ -61,9 +70,9 @@ def killed_writes(request, spark, tmp_path_factory):
     with ThreadPoolExecutor(max_workers=WRITERS_AT_ONCE) as pool:
         try:
             for case in selected_cases(request, "test_a_killed_write_leaves_the_table_before_or_after_it"):
-                operation, phase = params[case]
+                operation, phase, version = params[case]
                 keyed = operation in ("merge", "merge_parallel", "delete")
-                table = start_table(spark, str(tmp_path_factory.mktemp(case) / "t"), keyed)
+                table = start_table(spark, str(tmp_path_factory.mktemp(case) / "t"), keyed, version)
                 before = contents(table)
                 started[case] = (table, before, pool.submit(start_writer, table.path, operation, phase))
             yield started
@@ -72,8 +81,8 @@ def killed_writes(request, spark, tmp_path_factory):
                 writer.cancel()
 
 
-@pytest.mark.parametrize("operation, phase", CASES)
-def test_a_killed_write_leaves_the_table_before_or_after_it(spark, killed_writes, request, operation, phase):
+@pytest.mark.parametrize("operation, phase, version", CASES)
+def test_a_killed_write_leaves_the_table_before_or_after_it(spark, killed_writes, request, operation, phase, version):
     keyed = operation in ("merge", "merge_parallel", "delete")
     table, before, writer = killed_writes[request.node.callspec.id]
     returncode, out, err = writer.result()
@@ -97,4 +106,5 @@ def test_a_killed_write_leaves_the_table_before_or_after_it(spark, killed_writes
     assert table.validate() == []
     markers = os.path.join(table.path, MARKERS_DIR)  # the killed write's markers and staged files went with it
     assert [os.path.join(d, f) for d, _, files in os.walk(markers) for f in files] == []
+    assert table.config.table_version == version
     assert_hudi_rs_agrees(table)

@@ -160,3 +160,42 @@ def test_a_table_we_create_at_version_8_or_9_has_hudis_properties_and_reads_as_h
     assert all(i.completion_time for i in reopened.timeline())
     assert_hudi_rs_agrees(reopened)
     assert reopened.validate() == []
+
+
+def test_archival_at_version_9_writes_the_lsm_history_hudi_reads(spark, tmp_path):
+    """Our archival of a version 9 table writes its instants (commits, a clustering, cleans) into
+    `.hoodie/timeline/history/`: they leave the active timeline with every file of theirs (a
+    clustering's `clustering.*` too), the history holds them with their completion times, and
+    the reads stay what they were (ours and hudi-rs's)."""
+    from dbt.adapters.hudilite.table.format import lsm_history
+    from dbt.adapters.hudilite.table.spark.file_sizing import FileSizing
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by=["region"], record_key="id",
+                             precombine="ts", table_version=9)
+    schema = "id long, region string, ts long, v string"
+    table.file_sizing = FileSizing(small_file_limit=0)
+    for n in range(4):
+        table.upsert(spark.createDataFrame([(n, "eu", n, f"v{n}"), (10 + n, "us", n, f"w{n}")], schema))
+    table.file_sizing = FileSizing()
+    clustered = table.cluster()
+    table.clean(retain_commits=1)  # the slices the clustering replaced
+    for n in range(4, 8):
+        table.upsert(spark.createDataFrame([(n % 3, "eu", n, f"v{n}")], schema))
+    table.clean(retain_commits=1)  # archival goes no further than the cleaner's earliest retained instant
+    before = sorted(tuple(r) for r in table.read().drop(*META_COLUMNS).collect())
+    completed = {i.timestamp: i.completion_time for i in table.timeline() if i.is_completed}
+    archived = table.archive(keep_min_commits=2, keep_max_commits=3)
+    assert clustered in archived and len(archived) >= 5
+    names = os.listdir(os.path.join(table.path, ".hoodie", "timeline"))
+    assert not [n for n in names if n[:17] in archived], "an archived instant left a file on the active timeline"
+    history = {e.instant: e for e in lsm_history.read_history(table.context.storage, table.context.timeline.history_dir)}
+    assert {t: history[t].completion for t in archived} == {t: completed[t] for t in archived}
+    assert history[clustered].action == "replacecommit" and history[clustered].plan  # the clustering plan rides along
+    assert any(e.action == "clean" for e in history.values())
+    reopened = HudiTable.open(spark, table.path)
+    assert reopened.context.timeline.archived().through == max(archived)
+    assert sorted(tuple(r) for r in reopened.read().drop(*META_COLUMNS).collect()) == before
+    assert reopened.validate() == []
+    assert_hudi_rs_agrees(reopened)
+    reopened.upsert(spark.createDataFrame([(1, "eu", 99, "after")], schema))  # and writes go on
+    assert reopened.read().where("id = 1").first().v == "after"

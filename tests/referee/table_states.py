@@ -1,6 +1,7 @@
 """Every kind of table state hudilite's core writes, each built by a short history of writes
 in a folder of its own. The referee tests read each back through other readers."""
 
+import contextlib
 import datetime as dt
 import os
 import zipfile
@@ -17,12 +18,32 @@ JAVA_FIXTURES = os.environ.get("HUDI_JAVA_FIXTURES", os.path.normpath(os.path.jo
     os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "hudi-java-tables")))
 
 
+_VERSION = [6]  # the table version the states' tables are created at (`created_at`)
+
+
+@contextlib.contextmanager
+def created_at(version: int):
+    """Build the states' tables at Hudi table `version` (6, 8 or 9) inside."""
+    _VERSION[0] = version
+    try:
+        yield
+    finally:
+        _VERSION[0] = 6
+
+
+def _create(spark, path, name, **options) -> HudiTable:
+    return HudiTable.create(spark, path, name, table_version=_VERSION[0], **options)
+
+
+HUDI_1X_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hudi-1x-tables")
+
+
 def _rows(spark, rows, schema=EVENTS):
     return spark.createDataFrame(rows, schema)
 
 
 def append_auto_keys(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"])
+    t = _create(spark, path, "events", partition_by=["region"])
     t.insert(_rows(spark, [(1, "eu", 1, "a"), (2, "us", 1, "b")]))
     t.insert(_rows(spark, [(3, "eu", 2, "c"), (4, "apac", 2, "d")]))
     t.insert(_rows(spark, [(5, "us", 3, "e")]))
@@ -30,7 +51,7 @@ def append_auto_keys(spark, path):
 
 
 def insert_overwrite_partitions(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"])
+    t = _create(spark, path, "events", partition_by=["region"])
     t.insert(_rows(spark, [(1, "eu", 1, "a"), (2, "us", 1, "b"), (3, "apac", 1, "c")]))
     t.insert_overwrite(_rows(spark, [(4, "eu", 2, "d"), (5, "eu", 2, "e")]))
     t.insert(_rows(spark, [(6, "us", 3, "f")]))
@@ -39,7 +60,7 @@ def insert_overwrite_partitions(spark, path):
 
 
 def table_rebuild(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     t.upsert(_rows(spark, [(1, "eu", 1, "a"), (2, "us", 1, "b")]))
     t.insert_overwrite_table(_rows(spark, [(3, "apac", 2, "c"), (1, "us", 2, "a2")]))
     t.upsert(_rows(spark, [(3, "apac", 3, "c3"), (9, "eu", 3, "z")]))
@@ -47,7 +68,7 @@ def table_rebuild(spark, path):
 
 
 def upsert_simple_key(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"], precombine="ts")
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"], precombine="ts")
     t.upsert(_rows(spark, [(i, ["eu", "us"][i % 2], 1, f"v{i}") for i in range(10)]))
     t.upsert(_rows(spark, [(1, "us", 0, "older"), (2, "eu", 5, "moved"), (11, "apac", 1, "new")]))
     t.upsert(_rows(spark, [(3, "us", 6, "x", True), (4, "eu", 6, "kept", False)], FLAGGED))
@@ -57,7 +78,7 @@ def upsert_simple_key(spark, path):
 
 def upsert_complex_key(spark, path):
     schema = "id long, name string, region string, day string, v long"
-    t = HudiTable.create(spark, path, "people", partition_by=["region", "day"], record_key=["id", "name"])
+    t = _create(spark, path, "people", partition_by=["region", "day"], record_key=["id", "name"])
     t.upsert(spark.createDataFrame([(1, "a", "eu", "d1", 1), (1, "b", "eu", "d1", 2), (2, "a", "us", "d2", 3)], schema))
     t.upsert(spark.createDataFrame([(1, "b", "eu", "d1", 20), (2, "a", "us", "d3", 30), (3, "", "eu", "d2", 4)], schema))
     t.delete(spark.createDataFrame([(1, "a")], "id long, name string"))
@@ -68,7 +89,10 @@ def java_plain_partitioning(spark, path):
     """Hudi's Java writer made it (plain partition folders, `10/`); our upsert, insert and
     delete continue it."""
     name = "v6_simplekeygen_nonhivestyle"
-    with zipfile.ZipFile(os.path.join(JAVA_FIXTURES, name + ".zip")) as archive:
+    folder = JAVA_FIXTURES
+    if _VERSION[0] != 6:  # the same table Hudi 1.0 wrote at version 8 (hudi-rs's twin of it)
+        name, folder = "v8_simplekeygen_nonhivestyle", HUDI_1X_FIXTURES
+    with zipfile.ZipFile(os.path.join(folder, name + ".zip")) as archive:
         members = [m for m in archive.namelist() if m.startswith(name + "/")]
         for member in members:
             target = os.path.join(path, member[len(name) + 1:])
@@ -88,7 +112,7 @@ def java_plain_partitioning(spark, path):
 
 
 def non_partitioned(spark, path):
-    t = HudiTable.create(spark, path, "events", record_key=["id"], precombine="ts")
+    t = _create(spark, path, "events", record_key=["id"], precombine="ts")
     t.upsert(_rows(spark, [(i, "eu", 1, f"v{i}") for i in range(6)]))
     t.upsert(_rows(spark, [(2, "us", 2, "b2"), (7, "eu", 2, "n")]))
     t.delete_where("v = 'v4'")
@@ -97,7 +121,7 @@ def non_partitioned(spark, path):
 
 
 def small_file_top_ups(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     for n in range(3):  # each write tops up the partition's one small file group with a new slice
         t.insert(_rows(spark, [(10 * n + i, "eu", n, f"v{n}") for i in range(3)]))
     t.upsert(_rows(spark, [(1, "eu", 9, "changed"), (100, "eu", 9, "new")]))
@@ -105,7 +129,7 @@ def small_file_top_ups(spark, path):
 
 
 def clustering(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"])
+    t = _create(spark, path, "events", partition_by=["region"])
     t.file_sizing = FileSizing(small_file_limit=0)  # every insert a new file group
     for n in range(4):
         t.insert(_rows(spark, [(10 * n + i, ["eu", "us"][i % 2], n, f"v{n}") for i in range(4)]))
@@ -121,28 +145,28 @@ def _history(spark, t, writes=6):
 
 
 def clean_latest_commits(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     _history(spark, t)
     t.clean(retain_commits=2, policy=KEEP_LATEST_COMMITS)
     return t
 
 
 def clean_latest_file_versions(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     _history(spark, t)
     t.clean(policy=KEEP_LATEST_FILE_VERSIONS, retain_file_versions=1)
     return t
 
 
 def clean_by_hours(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     _history(spark, t, 3)
     t.clean(policy=KEEP_LATEST_BY_HOURS, retain_hours=1)
     return t
 
 
 def archival(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     _history(spark, t, 7)
     t.clean(retain_commits=2)
     assert t.archive(keep_min_commits=2, keep_max_commits=3)
@@ -150,7 +174,7 @@ def archival(spark, path):
 
 
 def savepoint_and_restore(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     _history(spark, t, 2)
     saved = t.savepoint()
     _history(spark, t, 2)
@@ -160,7 +184,7 @@ def savepoint_and_restore(spark, path):
 
 
 def schema_evolution(spark, path):
-    t = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"])
+    t = _create(spark, path, "events", partition_by=["region"], record_key=["id"])
     t.upsert(spark.createDataFrame([(1, "eu", 1), (2, "us", 2)], "id long, region string, n int"))
     t.upsert(spark.createDataFrame([(3, "eu", 3, "added")], "id long, region string, n int, note string"))
     t.upsert(spark.createDataFrame([(1, "eu", 2 ** 40, "wide")], "id long, region string, n long, note string"),
@@ -181,7 +205,7 @@ def _typed_rows(spark, n, version):
 
 
 def _types(spark, path, encoding):
-    t = HudiTable.create(spark, path, "typed", record_key=["id"], parquet_encoding=encoding)
+    t = _create(spark, path, "typed", record_key=["id"], parquet_encoding=encoding)
     t.upsert(_typed_rows(spark, 4, 1))
     t.upsert(_typed_rows(spark, 2, 2))
     return t

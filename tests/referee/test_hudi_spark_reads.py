@@ -7,6 +7,7 @@ import pytest
 from tests.referee.conftest import MATRIX
 from tests.referee.hudi_spark import RefereeError, changes_options, snapshot_options
 from tests.referee.table_states import STATES
+from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.referee.values import plain_rows
 
 
@@ -21,11 +22,16 @@ def read_checks(table):
     yield "snapshot", table.read(), snapshot_options()
     for instant in completed:
         yield f"as of {instant}", table.read(as_of=instant), snapshot_options(instant)
-    for begin, end in zip(completed, completed[1:]):
+    timeline = table.context.timeline
+    if timeline.orders_by_completion:  # table versions 8, 9: changes go by completion time, as Hudi 1.x reads them
+        bounds = sorted(i.completed_at for i in table.timeline() if i.is_completed and i.timestamp >= earliest)
+        first = max(timeline.archived_completions().values(), default="000")
+    else:
+        bounds, first = completed, timeline.archived().through or "000"
+    for begin, end in zip(bounds, bounds[1:]):
         yield f"changes ({begin}, {end}]", table.read_changes(begin, end), changes_options(begin, end)
-    if completed:
-        begin = table.context.timeline.archived().through or "000"
-        yield f"changes ({begin}, {completed[-1]}]", table.read_changes(begin, completed[-1]), changes_options(begin, completed[-1])
+    if bounds:
+        yield f"changes ({first}, {bounds[-1]}]", table.read_changes(first, bounds[-1]), changes_options(first, bounds[-1])
 
 
 def compare(label, ours_df, theirs):
@@ -51,19 +57,44 @@ def compare_rows(label, our_columns, ours, theirs):
 OUR_READS = {}
 
 
-def our_reads(state, table):
-    if state not in OUR_READS:
-        OUR_READS[state] = [(label, df.columns, _ours(df, df.columns), options)
-                            for label, df, options in read_checks(table)]
-    return OUR_READS[state]
+def our_reads(state, table, version=6):
+    key = (state, version)
+    if key not in OUR_READS:
+        OUR_READS[key] = [(label, df.columns, _ours(df, df.columns), options)
+                          for label, df, options in read_checks(table)]
+    return OUR_READS[key]
+
+
+# The table versions each Hudi release reads: 0.15 refuses 8 and 9, 1.0 refuses 9.
+READS_VERSIONS = {"0.15.0": (6,), "1.0.2": (6, 8), "1.1.1": (6, 8, 9)}
 
 
 @pytest.mark.parametrize("state", sorted(STATES))
 def test_hudi_spark_reads_what_we_write(hudi_spark, written, state):
-    table = written(state)
+    _check_reads(hudi_spark, written, state, 6)
+
+
+@pytest.mark.parametrize("table_version", [8, 9])
+@pytest.mark.parametrize("state", sorted(STATES))
+def test_hudi_spark_reads_what_we_write_at_table_versions_8_and_9(hudi_spark, written, state, table_version):
+    """The same states at Hudi 1.x's table versions. A Hudi release older than the version
+    refuses the table (never reads it wrong); the hudi-rs reads are compared too."""
+    table = written(state, table_version)
+    if table.config.table_version not in READS_VERSIONS[hudi_spark.version]:
+        (theirs,) = hudi_spark.read_many(table.path, [snapshot_options()])
+        MATRIX[(f"{state}@v{table_version}", hudi_spark.version)] = "refuses"
+        assert isinstance(theirs, RefereeError), f"Hudi {hudi_spark.version} read a version {table_version} table"
+        return
+    _check_reads(hudi_spark, written, state, table_version)
+    if hudi_spark.version == max(v for v, versions in READS_VERSIONS.items() if table_version in versions):
+        assert_hudi_rs_agrees(written(state, table_version))
+
+
+def _check_reads(hudi_spark, written, state, version):
+    table = written(state, version)
     failures = []
-    cell = MATRIX[(state, hudi_spark.version)]
-    checks = our_reads(state, table)
+    cell = MATRIX[(state if version == 6 else f"{state}@v{version}", hudi_spark.version)]
+    checks = our_reads(state, table, version)
     for (label, columns, ours, _), theirs in zip(checks, hudi_spark.read_many(table.path, [c[3] for c in checks])):
         cell[1] += 1
         try:

@@ -114,3 +114,58 @@ def test_a_version_9_metadata_table_reads_its_layout_2_timeline_and_slices_by_co
     listed = {f"{p}/{n}" for p, names in files.items() for n in names}
     data = Timeline.of_table(storage, loads(storage.read_text(".hoodie/hoodie.properties")))
     assert {f.path for f in data.view().latest_base_files()} <= listed
+
+
+def _t(n: int) -> str:
+    return f"202611290000{n:05d}"
+
+
+def _layout_2_table(root, instants):
+    """A version 8 table of one-file commits: (requested, completed, archived) by small numbers."""
+    from dbt.adapters.hudilite.table.format import lsm_history
+    from dbt.adapters.hudilite.table.format.commit import UPSERT, WriteStat
+    from dbt.adapters.hudilite.table.format.properties import dumps
+
+    storage = Storage(str(root))
+    properties = TableConfig(name="t", record_key_fields=["id"], table_version=8, timeline_folder="timeline").to_properties()
+    storage.write_bytes(".hoodie/hoodie.properties", dumps(properties).encode())
+    history = []
+    for requested, completed, archived in instants:
+        t = _t(requested)
+        body = CommitMetadata(UPSERT, [WriteStat(fileId=f"f{requested}", path=f"f{requested}_0-0-0_{t}.parquet",
+                                                  partitionPath="", numWrites=1)]).to_avro(False)
+        if archived:
+            history.append(lsm_history.HistoryEntry(t, _t(completed), COMMIT, body, None))
+            continue
+        for name, data in ((f"{t}.commit.requested", b""), (f"{t}.inflight", b""), (f"{t}_{_t(completed)}.commit", body)):
+            storage.write_bytes(f".hoodie/timeline/{name}", data)
+    if history:
+        lsm_history.write_history(storage, ".hoodie/timeline/history", history)
+    return Timeline.of_table(storage, properties)
+
+
+def test_a_changes_read_reaches_an_archived_instant_that_completed_after_an_active_one(tmp_path):
+    """Hudi archives by instant time: X, requested first, completed last but is archived; a
+    reader whose checkpoint is W's completion must still read X."""
+    timeline = _layout_2_table(tmp_path, [(1, 5, True), (2, 3, False), (6, 7, False)])
+    assert timeline.archived().through == _t(1)
+    _, changed = timeline.completed_view(_t(3), _t(7))
+    assert changed == {_t(1), _t(6)}
+    assert timeline.completion_bound(_t(3), None) == _t(7)
+    assert timeline.has_completion(_t(5)) and timeline.has_completion(_t(3)) and not timeline.has_completion(_t(4))
+
+
+def test_a_changes_read_ending_inside_the_history_is_refused_not_empty(tmp_path):
+    timeline = _layout_2_table(tmp_path, [(1, 5, True), (2, 3, False), (6, 7, False)])
+    end = timeline.completion_bound("0", _t(4))
+    assert end == _t(3)
+    with pytest.raises(Exception, match="archived part of the timeline"):
+        timeline.completed_view("0", end)
+
+
+def test_a_restore_at_layout_2_rolls_back_what_completed_after_its_target(tmp_path):
+    """As Hudi 1.x restores: by completion. A (requested 1, completed 30) and B (requested 10,
+    completed 20): restoring to A keeps B, which completed before it; restoring to B takes A."""
+    timeline = _layout_2_table(tmp_path, [(1, 30, False), (10, 20, False), (40, 50, False)])
+    assert [i.timestamp for i in timeline.completed_after(_t(1))] == [_t(40)]
+    assert [i.timestamp for i in timeline.completed_after(_t(10))] == [_t(1), _t(40)]

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from ..table import ConfigurationError, HudiTable, Storage
 from ..table.storage import faults
+from ..table.format.instant import parse_instant_file_name
 from ..table.storage.layout import PROPERTIES_FILE
 from ..table.storage.lock import TableLock
 from .names import folder_name
@@ -79,7 +80,7 @@ class RebuildSwaps:
         staged = posixpath.join(self.root, self.rebuild_folder(schema, name))
         with self._lock(schema, name) as lock:
             record = _last_commit(self.spark, staged)
-            if record is None or posixpath.basename(record["instant"]).split(".")[0] != instant:
+            if record is None or _instant_of(record) != instant:
                 raise ConfigurationError(f"{schema}.{name}: its rebuild is gone (another rebuild of it started "
                                          "meanwhile); the table is as it was")
             drop_entry()
@@ -145,7 +146,7 @@ def _last_commit(spark: SparkSession, path: str) -> Optional[Dict[str, str]]:
     try:
         if not HudiTable.exists(path):
             return None
-            timeline = HudiTable.open(spark, path).context.timeline
+        timeline = HudiTable.open(spark, path).context.timeline
         latest = timeline.latest_completed()
     except Exception:  # noqa: BLE001 - a half-created table is none
         return None
@@ -153,6 +154,12 @@ def _last_commit(spark: SparkSession, path: str) -> Optional[Dict[str, str]]:
         return None
     file = timeline.path_of(latest)
     return {"instant": file, "sha256": hashlib.sha256(Storage(path).read_bytes(file)).hexdigest()}
+
+
+def _instant_of(record: Dict[str, str]) -> Optional[str]:
+    """The instant time of the completed instant file a record names (either timeline layout)."""
+    parsed = parse_instant_file_name(posixpath.basename(record["instant"]))
+    return parsed.timestamp if parsed is not None else None
 
 
 def _holds(path: str, record: Dict[str, str]) -> bool:

@@ -375,14 +375,13 @@ class HudiTable:
         return start_instant, end_instant
 
     def _completion_bound(self, start: str, end) -> str:
-        """Layout 2's end of a changes read: the latest completion time at or before `end` (all
-        without it), never before `start`; one whose snapshot was cleaned is refused."""
-        done = [i for i in self.context.timeline.completed() if end is None or i.completed_at <= to_instant_time(end)]
-        if not done:
-            return start
-        last = max(done, key=lambda i: i.completed_at)
-        self.context.resolve_instant(max(i.timestamp for i in done))  # refuses a cleaned snapshot
-        return max(last.completed_at, start)
+        """Layout 2's end of a changes read (`Timeline.completion_bound`); one whose snapshot
+        was cleaned is refused."""
+        bound = self.context.timeline.completion_bound(start, None if end is None else to_instant_time(end))
+        done = [i.timestamp for i in self.context.timeline.completed() if i.completed_at <= bound]
+        if done:
+            self.context.resolve_instant(max(done))  # refuses a cleaned snapshot
+        return bound
 
     def checkpoint(self, source: str) -> Optional[str]:
         """The instant of `source` (an upstream table) up to which this table's latest write

@@ -153,6 +153,14 @@ class TableConfig:
     # None: layout 1, whose instants are in .hoodie itself.
     timeline_folder: Optional[str] = None
     history_folder: str = "history"
+    merge_mode: Optional[str] = None  # hoodie.record.merge.mode (Hudi 1.x); None: by the precombine field
+
+    @property
+    def stored_ordering_field(self) -> Optional[str]:
+        """The field an incoming row must not be older than the stored row by: the precombine
+        field, unless the table orders by commit time (Hudi 1.x's COMMIT_TIME_ORDERING: the
+        latest write wins; the field then only chooses among one batch's rows of a key)."""
+        return None if self.merge_mode == COMMIT_TIME_ORDERING else self.precombine_field
 
     def check_new(self) -> None:
         """Settings a new table is created with."""
@@ -259,6 +267,9 @@ class TableConfig:
 
         if props.get("hoodie.table.type", "COPY_ON_WRITE") != "COPY_ON_WRITE":
             raise ConfigurationError("only COPY_ON_WRITE tables are supported")
+        if props.get("hoodie.table.base.file.format", "PARQUET").upper() != "PARQUET":
+            raise ConfigurationError(f"table {props.get('hoodie.table.name', '?')}: its base files are "
+                                     f"{props['hoodie.table.base.file.format']}; hudilite reads and writes PARQUET ones")
         version = props.get("hoodie.table.version", TABLE_VERSION)
         if version not in READ_VERSIONS:
             raise ConfigurationError(
@@ -290,6 +301,7 @@ class TableConfig:
             archive_folder=props.get("hoodie.archivelog.folder", "archived").strip("/"),
             timestamp_keys=props.get(TIMESTAMP_KEYS_KEY) or None,
             table_version=int(version),
+            merge_mode=props.get("hoodie.record.merge.mode") or None,
             timeline_folder=timeline_folder,
             history_folder=history_folder,
         )
@@ -320,6 +332,20 @@ def _not_writable(props: Dict[str, str]) -> Optional[str]:
     if len(ordering) > 1:
         return (f"it orders records by {len(ordering)} fields (hoodie.table.ordering.fields={','.join(ordering)}); "
                 "hudilite merges by one precombine field")
+    mode = props.get("hoodie.record.merge.mode")
+    if mode not in (None, "", EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING):
+        return f"it merges records by hoodie.record.merge.mode={mode}; hudilite merges by event or commit time"
+    for key in ("hoodie.compaction.payload.class", "hoodie.table.legacy.payload.class"):
+        if props.get(key) and props[key] not in _PAYLOADS.values():
+            return f"its records merge through {key}={props[key]}; hudilite merges whole rows by event or commit time"
+    if props.get("hoodie.table.partial.update.mode", "NONE").upper() not in ("", "NONE"):
+        return (f"it updates records partially (hoodie.table.partial.update.mode="
+                f"{props['hoodie.table.partial.update.mode']}); hudilite writes whole rows")
+    if props.get("hoodie.table.format", "native") != "native":
+        return f"its table format is {props['hoodie.table.format']} (hoodie.table.format); hudilite writes Hudi's native one"
+    generator = props.get("hoodie.table.keygenerator.type")
+    if generator and not props.get("hoodie.table.keygenerator.class") and generator.upper() not in _KEYGEN_TYPES:
+        return f"its key generator type {generator} is not one hudilite makes keys as ({', '.join(_KEYGEN_TYPES)})"
     return None
 
 

@@ -155,8 +155,9 @@ class Timeline:
         return list(self._names())
 
     def instant_times(self) -> List[str]:
-        """The time of every instant file on the active timeline, of any action and state."""
-        return [name[:17] for name in self._names() if is_instant_time(name[:17])]
+        """The times in every instant file's name on the active timeline, of any action and state
+        (at layout 2 a completed instant's completion time too): a new time is later than all."""
+        return [t for name in self._names() if is_instant_time(name[:17]) for t in _TIMES.findall(name.split(".", 1)[0])]
 
     def instants(self) -> List[Instant]:
         """Every instant on the active timeline, in its most advanced state, oldest first."""
@@ -190,6 +191,8 @@ class Timeline:
         """Write a service instant's file, by atomic rename: a plan is read back to finish the work."""
         body = b"" if schema is None else avro_metadata.encode(schema, record)
         if instant.is_completed and self.orders_by_completion and instant.completion_time is None:
+            if self._listed_completed(instant.timestamp, instant.action) is not None:
+                return  # an earlier attempt completed it: a second completion time would be a second instant
             instant = replace(instant, completion_time=self._completion_time())
         path = self.path_of(instant)
         if instant.is_completed:
@@ -275,12 +278,32 @@ class Timeline:
         archived, commits = self._state(None)
         done = [(i, m) for i, m in commits if i.completed_at <= end]
         changed = {i.timestamp for i, _ in done if i.completed_at > start}
-        if archived.through is not None and start < archived.through:  # the range reaches into the history
-            completions = self.archived_completions()
-            if end < max(completions.values(), default=""):
+        completions = self.archived_completions()
+        # Hudi archives by instant time: an archived instant may have completed after an active
+        # one, so whether the range reaches into the history is told by completion times.
+        if completions and start < max(completions.values()):
+            if end < max(completions.values()):
                 raise self.archived_error(end, archived)
             changed |= {t for t, completed in completions.items() if start < completed <= end}
         return FileSystemView(done, None, archived.files), changed
+
+    def completed_after(self, target: str) -> List[Instant]:
+        """The completed instants a restore to completed instant `target` rolls back: those
+        requested after it (layout 1); those that completed after it (layout 2, as Hudi 1.x
+        restores: a checkpoint past the target's completion then names a rolled back instant)."""
+        done = self.completed()
+        if not self.orders_by_completion:
+            return [i for i in done if i.timestamp > target]
+        (at,) = [i.completed_at for i in done if i.timestamp == target]
+        return sorted((i for i in done if i.completed_at > at), key=lambda i: i.completed_at)
+
+    def completion_bound(self, start: str, end: Optional[str]) -> str:
+        """Layout 2's end of a changes read: the latest completion time (active or archived) at or
+        before `end` (all without it), never before `start`."""
+        times = [i.completed_at for i in self.completed()] + list(self.archived_completions().values())
+        if end is not None:
+            times = [t for t in times if t <= end]
+        return max(times + [start])
 
     def has_completion(self, value: str) -> bool:
         """Whether a completed instant, active or archived, completed at `value` (where a changes
@@ -369,7 +392,7 @@ class Timeline:
         """Layout 2: the completion time of an instant completing now, under the table lock (on
         its fresh listing): later than every time on the timeline, so that a changes read that
         ended at the latest completion it saw misses nothing published after it."""
-        times = [t for name in self._names() for t in _TIMES.findall(name.split(".", 1)[0])]
+        times = self.instant_times() + list(self.archived_completions().values())
         return next_instant_time(max(times) if times else None)
 
     def _publish(self, path: str, body: bytes) -> None:

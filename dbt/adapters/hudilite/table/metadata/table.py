@@ -168,8 +168,10 @@ class MetadataTable:
 
     def record_index_log_paths(self, instant: str) -> Optional[Tuple[str, ...]]:
         """The record_index log files a write of `instant` writes, by shard; None while the
-        partition is not listed (a write then writes none; `record_commit` refuses it once it is)."""
-        if not self.record_index_listed():
+        partition is not listed (a write then writes none; `record_commit` refuses it once it is),
+        or the metadata table is not ours to keep (a version 8/9 table's: the commit drops it)."""
+        listed = self._properties()[1]
+        if not _kept(listed) or RECORD_INDEX not in listed_partitions(listed):
             return None
         slices = self.writer.record_index_slices()
         # Keys hash into groups 0..N-1: with one gone (a Java writer dropping the partition died
@@ -333,6 +335,8 @@ class MetadataTable:
         record_index, from the log files its deltacommit lists: (key, file_id, deleted) of the
         keys it inserted or moved, and deleted. None when that cannot be told: the partition
         not listed, a deltacommit gone from the active timeline, or its logs compacted away."""
+        if not self.is_kept():  # (a version 8/9 table: its metadata table is dropped by our next commit)
+            return None
         reader = self.reader()
         if reader is None or not self.record_index_listed():
             return None

@@ -488,7 +488,7 @@ def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, 
     if summary.duplicate is not None:
         raise DataError(f"table {ctx.name}: the new rows hold record key '{summary.duplicate}' more than once; "
                         "set a precombine field to choose between them")
-    if ctx.config.precombine_field and any(summary.touched.values()):
+    if ctx.config.stored_ordering_field and any(summary.touched.values()):
         tagged = rows_of(staged)
         stale = _stale_leaving_keys(ctx, tagged, summary, current)
         if stale:  # such rows change nothing: drop them before anything is written
@@ -527,7 +527,7 @@ def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: 
     tasks = max(placed.values()) + 1
     built = ctx.index.is_built()
     listed = ctx.index.metadata_table.record_index_listed()
-    task = functools.partial(small_write_task, slices, data_names, ctx.config.precombine_field, update_columns,
+    task = functools.partial(small_write_task, slices, data_names, ctx.config.stored_ordering_field, update_columns,
                              built or listed, spec, staged, placed)
     rows = run_task_job(ctx.spark.range(tasks, numPartitions=tasks), task, SMALL_WRITE_DDL, as_arrow=True)
     is_entry = pc.is_valid(rows.column("entry_key"))
@@ -559,7 +559,7 @@ def _write_large(ctx: TableContext, tagged: DataFrame, spec: WriteSpec, slices: 
     stats: List[WriteStat] = []
     tasks = 0
     if slices:
-        merge = functools.partial(merge_task, slices, data_names, ctx.config.precombine_field, update_columns)
+        merge = functools.partial(merge_task, slices, data_names, ctx.config.stored_ordering_field, update_columns)
         rows, tasks = by_rewrite_task(tagged.where(F.col(OLD_FILE_ID).isNotNull()), OLD_FILE_ID, sizes)
         stats += run_write_job(rows.sortWithinPartitions(OLD_FILE_ID), spec, task=merge)
     inserted = []
@@ -613,7 +613,7 @@ def _stale_leaving_keys(ctx: TableContext, tagged: DataFrame, summary: Summary, 
     explicit delete by key) is never older."""
     leaving = tagged.where(F.col(OLD_FILE_ID).isNotNull() & is_leaving())
     holders = sorted(f for f, n in summary.touched.items() if n)
-    precombine = resolve_columns([ctx.config.precombine_field], ctx.existing_schema())[0]
+    precombine = resolve_columns([ctx.config.stored_ordering_field], ctx.existing_schema())[0]
     stored = ctx.read_files([current[f].latest for f in holders]).select(
         F.col(RECORD_KEY), F.col(quote(precombine)).alias(STORED_PRECOMBINE))
     stale = leaving.join(stored, RECORD_KEY).where(F.col(quote(precombine)) < F.col(STORED_PRECOMBINE))

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import posixpath
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..index.record_index import RecordIndex
@@ -27,7 +27,8 @@ from .cleaner import (DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_FILE_VERSIONS, DEFA
 from ..errors import ConcurrentWriteError, ConfigurationError
 from ..context import TableContext
 from ..format.file_group import FileSystemView, parse_base_file_name
-from ..format.instant import (CLEAN, COMPLETED, INFLIGHT, REQUESTED, RESTORE, SAVEPOINT, SERVICE_ACTIONS,
+from ..format import lsm_history
+from ..format.instant import (CLEAN, COMMIT, COMPLETED, INFLIGHT, REQUESTED, RESTORE, SAVEPOINT, SERVICE_ACTIONS,
                               Instant, parse_instant_file_name)
 from ..storage.layout import (HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FILE, TMP_DIR,
                               markers_dir, writer_path)
@@ -174,10 +175,6 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
     back (Hudi's readers take a metadata deltacommit only while its data instant is active), both
     are compacted and archival goes on. Returns the archived instants."""
     check_keep(keep_min_commits, keep_max_commits)
-    if ctx.timeline.orders_by_completion:
-        # Timeline layout 2 archives into the LSM history, which hudilite reads but does not
-        # write yet: its instants stay active (Hudi 1.x's writer archives them).
-        return []
     if not _archival_may_be_due(ctx, keep_max_commits):
         return []
     chosen, held_by_index = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=True)
@@ -256,11 +253,39 @@ def _archive_through(ctx: TableContext, archived: ArchivedView, through: str) ->
     the archived view (from then on they are archived), then their files on the timeline."""
     timeline = ctx.timeline
     commits = [(i, timeline.metadata(i)) for i in timeline.completed() if i.timestamp <= through]
-    texts = [(i, ctx.storage.read_text(timeline.path_of(i))) for i, _ in commits]
-    write_archive(ctx.storage, texts, timeline.archived_dir)
+    if timeline.orders_by_completion:
+        _write_history(ctx, through)
+    else:
+        texts = [(i, ctx.storage.read_text(timeline.path_of(i))) for i, _ in commits]
+        write_archive(ctx.storage, texts, timeline.archived_dir)
     timeline.write_archived_view(archived.folded(commits))
     faults.reach("archive")
     _delete_instant_files(ctx, through)
+
+
+def _write_history(ctx: TableContext, through: str) -> None:
+    """Layout 2: the completed instants up to `through` (commits and the services' but
+    savepoints) as one new file of the LSM history, as Hudi 1.x's archiver writes them: each
+    completed file's bytes, and the plan of a clean (its requested file) or of a clustering
+    (its requested file, or its inflight one when that holds one); then the history's own
+    compaction and clean."""
+    timeline = ctx.timeline
+    listed = [i for i in map(parse_instant_file_name, timeline.file_names()) if i is not None and i.timestamp <= through]
+    by_time: Dict[str, List[Instant]] = {}
+    for instant in listed:
+        by_time.setdefault(instant.timestamp, []).append(instant)
+    entries = []
+    for done in sorted(i for i in listed if i.is_completed and i.action != SAVEPOINT):
+        plan = None
+        for state in (REQUESTED, INFLIGHT):  # a later state's plan, when it holds one, wins
+            pending = [i for i in by_time[done.timestamp] if i.state == state]
+            body = ctx.storage.read_bytes(timeline.path_of(pending[0])) if pending and done.action != COMMIT else b""
+            plan = body or plan
+        entries.append(lsm_history.HistoryEntry(done.timestamp, done.completion_time, done.action,
+                                                ctx.storage.read_bytes(timeline.path_of(done)) or None, plan))
+    if entries:
+        lsm_history.write_history(ctx.storage, timeline.history_dir, entries)
+        lsm_history.compact_history(ctx.storage, timeline.history_dir)
 
 
 def _left_behind(ctx: TableContext, view: FileSystemView, through: str) -> bool:
@@ -302,13 +327,17 @@ def _delete_instant_files(ctx: TableContext, through: Optional[str]) -> None:
     instant files, completed one last, and a claim or markers their writer left behind."""
     if through is None:
         return
-    archived = sorted(i for i in map(parse_instant_file_name, ctx.storage.list_names(ctx.timeline.dir))
-                      if i is not None and i.timestamp <= through and i.state == COMPLETED)
+    listed = [i for i in map(parse_instant_file_name, ctx.storage.list_names(ctx.timeline.dir))
+              if i is not None and i.timestamp <= through]
+    archived = sorted(i for i in listed if i.state == COMPLETED)
     for instant in archived:  # oldest first, completed file last: the rest stays a contiguous timeline
         ctx.storage.delete_file(writer_path(instant.timestamp))
         ctx.storage.delete_dir(markers_dir(instant.timestamp))
-        for state in (REQUESTED, INFLIGHT, COMPLETED):
-            ctx.timeline.delete_instant_file(replace(instant, state=state))
+        # its pending states by their own names (a clustering's are `clustering` at layout 2)
+        pending = sorted((i for i in listed if i.timestamp == instant.timestamp and not i.is_completed),
+                         key=lambda i: i.state != REQUESTED)
+        for state in pending + [instant]:
+            ctx.timeline.delete_instant_file(state)
 
 
 TMP_FILE_LIFETIME_S = 3600
@@ -441,7 +470,7 @@ def history(ctx: TableContext) -> List[dict]:
             entries.append({"instant": i.timestamp, "action": i.action, "state": i.state,
                             **_service_summary(ctx.timeline.service_metadata(i) if i.action != SAVEPOINT else {}, i)})
     order = {action: n for n, action in enumerate(("commit", "replacecommit") + SERVICE_ACTIONS)}
-    return out + sorted(entries, key=lambda e: (e["instant"], order[e["action"]]))
+    return out + sorted(entries, key=lambda e: (e["instant"], order.get(e["action"], len(order))))
 
 
 def _service_summary(record: dict, instant: Instant) -> dict:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import posixpath
 import time
 from dataclasses import replace
-from typing import Dict, List
+from typing import Dict, List, Set
 
 from ..storage import faults
 from ..format.avro_metadata import RESTORE_METADATA, RESTORE_PLAN
@@ -50,7 +50,7 @@ def restore(ctx: TableContext, as_of) -> List[str]:
         else:
             target = ctx.resolve_instant(as_of)
             _refuse_writes_in_flight(ctx)
-            later = [i for i in ctx.timeline.completed() if i.timestamp > target]
+            later = ctx.timeline.completed_after(target)
             if not later:
                 return []
             plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in reversed(later)],
@@ -68,11 +68,12 @@ def restore(ctx: TableContext, as_of) -> List[str]:
             deleted[entry["commitTime"]] = _roll_back_commit(ctx, entry["commitTime"], entry["action"],
                                                              deltas.get(entry["commitTime"], []))
             faults.reach("restore")
+        rolled_back = {entry["commitTime"] for entry in plan["instantsToRollback"]}
         for savepointed in ctx.timeline.savepoints():
-            if savepointed > target:
+            if savepointed in rolled_back:
                 # the metadata table is down until the next write builds it from storage
                 drop_savepoint(ctx, savepointed, lambda files: [ctx.storage.delete_file(f.path) for f in files])
-    _restore_index(ctx, target)
+    _restore_index(ctx, rolled_back)
     with TableLock(ctx.storage):
         ctx.timeline.write_service_instant(replace(instant, state=COMPLETED), RESTORE_METADATA,
                                            restore_metadata_record(instant.timestamp, plan, deleted, started))
@@ -119,10 +120,10 @@ def _index_deltas(ctx: TableContext) -> Dict[str, List[str]]:
     return by_instant
 
 
-def _restore_index(ctx: TableContext, target: str) -> None:
-    """An index base newer than the target holds keys of removed commits: rebuild it."""
+def _restore_index(ctx: TableContext, rolled_back: Set[str]) -> None:
+    """An index base at or after a removed commit holds its keys: rebuild it."""
     state = ctx.index.state()
-    if state and state["base_instant"] > target:
+    if state and rolled_back and state["base_instant"] >= min(rolled_back):
         ctx.rebuild_index()
 
 
