@@ -199,3 +199,54 @@ def test_archival_at_version_9_writes_the_lsm_history_hudi_reads(spark, tmp_path
     assert_hudi_rs_agrees(reopened)
     reopened.upsert(spark.createDataFrame([(1, "eu", 99, "after")], schema))  # and writes go on
     assert reopened.read().where("id = 1").first().v == "after"
+
+
+def test_hudilite_upgrade_takes_a_version_6_table_to_8_then_9_as_hudi_does_and_never_back(spark, tmp_path, capsys):
+    from dbt.adapters.hudilite import cli
+    from dbt.adapters.hudilite.table import ConfigurationError
+    from dbt.adapters.hudilite.table.format import lsm_history
+    from dbt.adapters.hudilite.table.format.properties import loads
+
+    table = HudiTable.create(spark, str(tmp_path / "t"), "t", partition_by=["region"], record_key="id", precombine="ts")
+    schema = "id long, region string, ts long, v string"
+    for n in range(6):
+        table.upsert(spark.createDataFrame([(n % 4, ["eu", "us"][n % 2], n, f"v{n}")], schema))
+    table.clean(retain_commits=2)
+    archived = table.archive(keep_min_commits=2, keep_max_commits=3)
+    assert archived
+    table.insert_overwrite(spark.createDataFrame([(9, "us", 9, "over")], schema))
+    active = [i.timestamp for i in table.timeline() if i.is_completed]
+    before = {t: sorted(tuple(r) for r in table.read(as_of=t).drop(*META_COLUMNS).collect()) for t in active}
+    checkpoint = active[-2]  # where a downstream model's changes read ended
+
+    assert cli.main(["upgrade", table.path, "--to", "8"]) == 0
+    assert "from table version 6 to 8" in capsys.readouterr().out
+    table = HudiTable.open(spark, table.path)
+    properties = loads(open(os.path.join(table.path, ".hoodie", "hoodie.properties")).read())
+    assert (properties["hoodie.table.version"], properties["hoodie.timeline.layout.version"],
+            properties["hoodie.table.initial.version"], properties["hoodie.record.merge.mode"]) == (
+        "8", "2", "6", "EVENT_TIME_ORDERING")
+    assert not [n for n in os.listdir(os.path.join(table.path, ".hoodie")) if n[:17].isdigit()]
+    assert not os.path.exists(os.path.join(table.path, ".hoodie", "metadata"))
+    timeline = os.listdir(os.path.join(table.path, ".hoodie", "timeline"))
+    for t in active:  # completed at their instant time: the order the table had
+        done = [n for n in timeline if n.startswith(f"{t}_{t}.")]
+        assert done and open(os.path.join(table.path, ".hoodie", "timeline", done[0]), "rb").read(4) == b"Obj\x01"
+    history = lsm_history.read_history(table.context.storage, table.context.timeline.history_dir)
+    assert [e.instant for e in history if e.action == "commit"] == archived
+    assert {t: sorted(tuple(r) for r in table.read(as_of=t).drop(*META_COLUMNS).collect()) for t in active} == before
+    assert table.context.timeline.has_completion(checkpoint)  # a checkpoint from before still names an instant
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
+    table.upsert(spark.createDataFrame([(1, "us", 50, "after")], schema))
+    assert table.read().where("id = 1").first().v == "after"
+
+    assert table.upgrade(9) is True and table.config.table_version == 9
+    properties = loads(open(os.path.join(table.path, ".hoodie", "hoodie.properties")).read())
+    assert properties["hoodie.table.ordering.fields"] == "ts" and "hoodie.table.precombine.field" not in properties
+    assert properties["hoodie.table.initial.version"] == "6" and properties["hoodie.table.format"] == "native"
+    assert table.upgrade(9) is False
+    with pytest.raises(ConfigurationError, match="never downgrades"):
+        table.upgrade(8)
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)

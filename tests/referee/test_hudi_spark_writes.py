@@ -300,6 +300,48 @@ def test_hudi_at_its_pure_defaults_continues_a_table_we_created_at_its_version(s
         assert HudiTable.open(spark, path).config.table_version == after
 
 
+def test_hudi_continues_a_table_hudilite_upgraded_and_reads_its_history(spark, hudi_spark, tmp_path):
+    """`hudilite upgrade` takes our version 6 table (an archive and a clean in it) to the version
+    the release writes: its reader reads every row and its archived timeline our archived
+    commits, its writer at its defaults goes on (archiving into our history), and we after it.
+    Hudi 0.15, which reads no version 8 table, refuses it."""
+    from dbt.adapters.hudilite.table.format import lsm_history
+    from tests.referee.hudi_spark import RefereeError, snapshot_options
+    from tests.referee.test_hudi_archive import hudi_archived_commits
+
+    path = str(tmp_path / "upgraded")
+    table = HudiTable.create(spark, path, "events", partition_by=["region"], record_key=["id"], precombine="ts")
+    for n in range(6):
+        table.upsert(spark.createDataFrame([(n % 3, "eu", n, f"w{n}"), (10 + n, "us", n, f"n{n}")], SCHEMA))
+    table.clean(retain_commits=2)
+    archived = table.archive(keep_min_commits=2, keep_max_commits=3)
+    assert archived
+    to = {"0.15.0": 8, "1.0.2": 8, "1.1.1": 9}[hudi_spark.version]
+    assert table.upgrade(to) is True
+    if hudi_spark.version.startswith("0."):
+        (theirs,) = hudi_spark.read_many(path, [snapshot_options()])
+        assert isinstance(theirs, RefereeError), "Hudi 0.15 read a version 8 table"
+        return
+    rows = agree(table, hudi_spark, f"our table upgraded to {to}")
+    assert sorted({r["commit_time"] for r in hudi_archived_commits(hudi_spark, path)}) == archived
+    options = {"hoodie.table.name": "events", "hoodie.datasource.write.recordkey.field": "id",
+               "hoodie.datasource.write.partitionpath.field": "region", "hoodie.datasource.write.precombine.field": "ts",
+               "hoodie.datasource.write.hive_style_partitioning": "true", "hoodie.datasource.write.operation": "upsert",
+               "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1",
+               "hoodie.metadata.compact.max.delta.commits": "1"}  # Hudi archives only what its metadata table compacted
+    for n in range(6, 10):  # Hudi's archiver appends to the history we wrote
+        hudi_spark.write(path, [{"id": n % 3, "region": "eu", "ts": n, "v": f"java-{n}"}], SCHEMA, options)
+    table = HudiTable.open(spark, path)
+    assert table.config.table_version == to
+    history = [e.instant for e in lsm_history.read_history(table.context.storage, table.context.timeline.history_dir)
+               if e.action == "commit"]
+    assert history[:len(archived)] == archived and len(history) > len(archived)
+    rows = agree(table, hudi_spark, "Hudi's upserts and archival on the upgraded table")
+    table.upsert(spark.createDataFrame([(0, "eu", 99, "ours")], SCHEMA))
+    assert {r["id"]: r["v"] for r in agree(table, hudi_spark, "our upsert after them")}[0] == "ours"
+    assert len(rows) == 9  # ids 0-2 in eu, 10-15 in us
+
+
 def test_our_index_never_folds_away_or_misses_a_commit_hudis_writer_made(spark, hudi_spark, tmp_path, monkeypatch):
     from dbt.adapters.hudilite.table.errors import ConcurrentWriteError
 

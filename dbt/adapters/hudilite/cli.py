@@ -114,6 +114,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("restore", help="take the table back to a savepoint or a still readable instant")
     p.add_argument("path")
     p.add_argument("instant", help="an instant or a timestamp")
+    p = sub.add_parser("upgrade", help="upgrade a table to Hudi table version 8 (Hudi 1.0) or 9 (Hudi 1.1)")
+    p.add_argument("path")
+    p.add_argument("--to", type=int, required=True, choices=(8, 9), help="the table version")
     p = sub.add_parser("validate", help="check that a table is well-formed")
     p.add_argument("path")
     p.add_argument("--json", action="store_true")
@@ -187,6 +190,12 @@ def _run(parser: argparse.ArgumentParser, args) -> int:
         elif not args.list:
             print(f"savepointed {table.savepoint(args.instant, args.comment)}")
         print("savepoints: " + (", ".join(table.savepoints()) or "none"))
+    elif args.command == "upgrade":
+        before = table.config.table_version
+        if table.upgrade(args.to):
+            print(f"upgraded {table.config.name} from table version {before} to {args.to}")
+        else:
+            print(f"{table.config.name} is at table version {args.to} already")
     elif args.command == "restore":
         rolled_back = table.restore(args.instant)
         latest = table.timeline()[-1].timestamp if table.timeline() else "none"

@@ -23,6 +23,7 @@ from .metadata.table import MetadataTable
 from .format import properties as props
 from .services import restore as restoring
 from .services import savepoint as savepointing
+from .services import upgrade as upgrading
 from .operations import update as updates
 from .operations import upsert as upserts
 from .format.archived_timeline import java_archive_files
@@ -141,6 +142,13 @@ class HudiTable:
                 f"cannot be read, and the file groups its commits wrote would be missing from hudilite's view of "
                 f"the table: {err}") from None
         return table
+
+    def upgrade(self, to_version: int) -> bool:
+        """Upgrade the table to Hudi table version `to_version` (8: Hudi 1.0, 9: Hudi 1.1), the
+        way Hudi 1.x's writer does (`services.upgrade`); never down. False when it is there."""
+        upgraded = upgrading.upgrade(self.context, int(to_version))
+        self.context = TableContext(self.spark, self.storage, read_config(self.storage))
+        return upgraded
 
     def drop_metadata_table(self) -> bool:
         """Remove Hudi's metadata table as Hudi's writer does with hoodie.metadata.enable=false

@@ -1,0 +1,154 @@
+"""`hudilite upgrade`: a table version 6 table to version 8 (Hudi 1.0) or 9 (Hudi 1.1), and 8 to 9,
+the steps Hudi 1.x's own upgrade takes, so that its writers and readers then treat the table as
+one they made. Never implicit, never down.
+
+Under the table lock, with nothing in flight:
+1. the metadata table goes (hudilite writes none at 8 and 9; Hudi 1.x's writer builds it again);
+2. `.hoodie/timeline/` is written afresh: every instant file of `.hoodie/` under its layout 2
+   name, a completed one as `<T>_<T>.<action>` (its completion time taken as its instant time:
+   the order the table had, and a changes checkpoint taken before the upgrade still names an
+   instant after it) with commit metadata in Avro, the services' files as they are;
+3. the archived timeline becomes the LSM history (`.hoodie/timeline/history/`);
+4. hoodie.properties switches the table (version, layout 2, the 1.x keys; 9 reconciles 8's);
+5. the old instant files leave `.hoodie/`.
+
+Until 4 the table is the version 6 table it was (layout 1 readers do not look into
+`timeline/`), and an upgrade killed before it starts over; one killed after it finishes 5.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import re
+from typing import Dict, List
+
+from ..context import TableContext
+from ..errors import ConcurrentWriteError, ConfigurationError
+from ..format import avro_metadata, lsm_history
+from ..format import properties as props
+from ..format.archived_timeline import archive_files, read_archive_file
+from ..format.instant import COMMIT, COMPLETED, REPLACE_COMMIT
+from ..metadata.table import MetadataTable
+from ..storage.layout import HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, history_dir, timeline_dir
+from ..storage.lock import TableLock, check_lease
+from ..transaction import rollback_dead_writers
+
+logger = logging.getLogger("hudilite")
+
+TIMELINE_FOLDER = "timeline"
+# Any layout 1 instant file: `<T>.<action>`, `<T>.<action>.requested|.inflight`, `<T>.inflight`.
+_V1_INSTANT = re.compile(r"^(\d{17})\.([a-z]+)(\.requested|\.inflight)?$")
+_COMMIT_ACTIONS = (COMMIT, REPLACE_COMMIT)
+
+
+def upgrade(ctx: TableContext, to_version: int) -> bool:
+    """Upgrade the table to `to_version` (8 or 9); False when it is at that version already."""
+    current = ctx.config.table_version
+    if to_version not in (8, 9):
+        raise ConfigurationError(f"table {ctx.name}: hudilite upgrades to table version 8 or 9, not {to_version}")
+    if to_version < current:
+        raise ConfigurationError(f"table {ctx.name}: it is at table version {current}; hudilite never downgrades")
+    rollback_dead_writers(ctx.storage, ctx.timeline)
+    with TableLock(ctx.storage):
+        listed = props.loads(ctx.storage.read_text(PROPERTIES_FILE))
+        current = int(listed.get("hoodie.table.version", props.TABLE_VERSION))
+        if current == 6:
+            _refuse_in_flight(ctx)
+            MetadataTable(ctx.storage).drop(keep_dropped=False)
+            _write_layout_2_timeline(ctx)
+        if current < to_version:
+            _write_properties(ctx, to_version)
+        _remove_layout_1_instants(ctx)
+    if current < to_version:
+        logger.info("table %s: upgraded from table version %s to %s", ctx.name, current, to_version)
+    return current < to_version
+
+
+def _refuse_in_flight(ctx: TableContext) -> None:
+    ctx.timeline.refresh()
+    pending = [n for n in ctx.storage.list_names(HOODIE_DIR) if _V1_INSTANT.match(n)
+               and not ctx.storage.exists(posixpath.join(HOODIE_DIR, _V1_INSTANT.match(n).group(1) + "."
+                                                         + _completed_action(n)))]
+    if pending:
+        raise ConcurrentWriteError(f"table {ctx.name}: {pending[0]} is in flight; upgrade once nothing is being written")
+
+
+def _completed_action(name: str) -> str:
+    """The action whose completed file ends an instant file's instant (`<T>.inflight` is a commit's)."""
+    instant, action, _ = _V1_INSTANT.match(name).groups()
+    return COMMIT if action == "inflight" else action
+
+
+def _write_layout_2_timeline(ctx: TableContext) -> None:
+    storage = ctx.storage
+    active, history = timeline_dir(TIMELINE_FOLDER), history_dir(TIMELINE_FOLDER, ctx.config.history_folder)
+    storage.delete_dir(active)  # what an upgrade killed earlier wrote: the timeline may have changed since
+    storage.make_dirs(history)
+    for name in sorted(storage.list_names(HOODIE_DIR)):
+        found = _V1_INSTANT.match(name)
+        if not found:
+            continue
+        instant, action, state = found.groups()
+        data = storage.read_bytes(posixpath.join(HOODIE_DIR, name))
+        if state or action == "inflight":
+            storage.write_atomic(posixpath.join(active, name), data, TMP_DIR)
+            continue
+        if action in _COMMIT_ACTIONS:
+            body = json.loads(data.decode("utf-8")) if data.strip() else {}
+            is_replace = action == REPLACE_COMMIT
+            data = avro_metadata.encode(
+                avro_metadata.REPLACE_COMMIT_FILE_METADATA if is_replace else avro_metadata.COMMIT_FILE_METADATA,
+                avro_metadata.commit_record(body, is_replace))
+        storage.publish(posixpath.join(active, f"{instant}_{instant}.{action}"), data, TMP_DIR,
+                        lambda: check_lease(storage))
+    entries = _archived_entries(ctx)
+    if entries:
+        lsm_history.write_history(storage, history, entries)
+
+
+def _archived_entries(ctx: TableContext) -> List[lsm_history.HistoryEntry]:
+    """The completed commits of the layout 1 archive, as rows of the LSM history."""
+    folder = ctx.timeline.archived_dir
+    found: Dict[str, lsm_history.HistoryEntry] = {}
+    for name in archive_files(ctx.storage.list_names(folder)):
+        for entry in read_archive_file(ctx.storage, name, folder):
+            if entry.state != COMPLETED or entry.action not in _COMMIT_ACTIONS:
+                continue
+            is_replace = entry.action == REPLACE_COMMIT
+            data = avro_metadata.encode(
+                avro_metadata.REPLACE_COMMIT_FILE_METADATA if is_replace else avro_metadata.COMMIT_FILE_METADATA,
+                avro_metadata.commit_record(entry.metadata or {}, is_replace))
+            found[entry.timestamp] = lsm_history.HistoryEntry(entry.timestamp, entry.timestamp, entry.action, data, None)
+    return [found[t] for t in sorted(found)]
+
+
+def _write_properties(ctx: TableContext, to_version: int) -> None:
+    """The switch: version and layout 2 with the keys Hudi 1.x keeps (`TableConfig`'s), the
+    initial version kept; the merge mode the one hudilite's writes followed at version 6."""
+    text = ctx.storage.read_text(PROPERTIES_FILE)  # as the metadata table's drop left it
+    listed = props.loads(text)
+    config = props.TableConfig.from_properties(listed)
+    config.table_version, config.timeline_folder = to_version, config.timeline_folder or TIMELINE_FOLDER
+    upgraded = dict(listed)
+    keys = config.to_properties()
+    for key in ("hoodie.table.precombine.field", "hoodie.record.merge.strategy.id", "hoodie.compaction.payload.class"):
+        if key not in keys:
+            upgraded.pop(key, None)
+    upgraded.update({k: v for k, v in keys.items() if k.startswith(("hoodie.table", "hoodie.timeline", "hoodie.record"))
+                     or k in ("hoodie.compaction.payload.class",)})
+    upgraded["hoodie.table.initial.version"] = listed.get("hoodie.table.initial.version",
+                                                          listed.get("hoodie.table.version", props.TABLE_VERSION))
+    if "hoodie.table.keygenerator.class" in listed:  # Hudi's upgrade keeps the class beside the type
+        upgraded["hoodie.table.keygenerator.class"] = listed["hoodie.table.keygenerator.class"]
+    header = text.splitlines()[0] if text.startswith("#") else props.SAVED_BY_HUDILITE
+    ctx.storage.write_atomic(PROPERTIES_FILE, props.dumps(upgraded, header).encode(), TMP_DIR)
+
+
+def _remove_layout_1_instants(ctx: TableContext) -> None:
+    """The layout 1 instant files left in `.hoodie/` once the table is at layout 2 (a completed
+    file last, as a timeline is taken apart)."""
+    names = [n for n in ctx.storage.list_names(HOODIE_DIR) if _V1_INSTANT.match(n)]
+    for name in sorted(names, key=lambda n: (n[:17], not (_V1_INSTANT.match(n).group(3) or n.endswith(".inflight")))):
+        ctx.storage.delete_file(posixpath.join(HOODIE_DIR, name))
