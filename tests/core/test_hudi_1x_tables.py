@@ -203,7 +203,6 @@ def test_archival_at_version_9_writes_the_lsm_history_hudi_reads(spark, tmp_path
 
 def test_hudilite_upgrade_takes_a_version_6_table_to_8_then_9_as_hudi_does_and_never_back(spark, tmp_path, capsys):
     from dbt.adapters.hudilite import cli
-    from dbt.adapters.hudilite.table import ConfigurationError
     from dbt.adapters.hudilite.table.format import lsm_history
     from dbt.adapters.hudilite.table.format.properties import loads
 
