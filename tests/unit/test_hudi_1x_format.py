@@ -169,3 +169,31 @@ def test_a_restore_at_layout_2_rolls_back_what_completed_after_its_target(tmp_pa
     timeline = _layout_2_table(tmp_path, [(1, 30, False), (10, 20, False), (40, 50, False)])
     assert [i.timestamp for i in timeline.completed_after(_t(1))] == [_t(40)]
     assert [i.timestamp for i in timeline.completed_after(_t(10))] == [_t(1), _t(40)]
+
+
+@pytest.mark.parametrize("name", ["v8_simplekeygen_nonhivestyle", "v8_empty", "v8_archived_history"])
+def test_an_upgrade_from_8_to_9_edits_the_properties_as_hudi_does_and_keeps_the_rest(tmp_path, name):
+    """No Spark: the timeline stays, the properties change only where version 9 names things
+    otherwise (the merge mode, time zone, checksum and database stay as they were)."""
+    from dbt.adapters.hudilite.table.context import TableContext
+    from dbt.adapters.hudilite.table.services import upgrade
+
+    with zipfile.ZipFile(os.path.join(FIXTURES, name + ".zip")) as archive:
+        archive.extractall(tmp_path, [m for m in archive.namelist() if not m.startswith("__MACOSX")])
+    storage = Storage(str(tmp_path / name))
+    before = loads(storage.read_text(".hoodie/hoodie.properties"))
+    timeline = sorted(storage.list_names(".hoodie/timeline"))
+    assert upgrade.upgrade(TableContext(None, storage, read_config(storage)), 9) is True
+    after = loads(storage.read_text(".hoodie/hoodie.properties"))
+    assert sorted(storage.list_names(".hoodie/timeline")) == timeline
+    assert after["hoodie.table.version"] == "9" and after["hoodie.table.format"] == "native"
+    for key in ("hoodie.record.merge.mode", "hoodie.table.checksum", "hoodie.table.initial.version",
+                "hoodie.table.timeline.timezone", "hoodie.database.name", "hoodie.timeline.layout.version"):
+        assert after.get(key) == before.get(key), key
+    assert "hoodie.record.merge.strategy.id" not in after and "hoodie.compaction.payload.class" not in after
+    assert after["hoodie.table.legacy.payload.class"] == before["hoodie.compaction.payload.class"]
+    assert after.get("hoodie.table.ordering.fields") == before.get("hoodie.table.precombine.field")
+    assert "hoodie.table.precombine.field" not in after
+    assert read_config(storage).table_version == 9
+    with pytest.raises(Exception, match="never downgrades"):
+        upgrade.upgrade(TableContext(None, storage, read_config(storage)), 8)

@@ -368,6 +368,9 @@ class TableContext:
         if current is None or current.layout() != self.config.layout():
             raise TableReplacedError(f"table {self.name} at {self.storage.base_path} was dropped or replaced by a "
                                      "rebuild since it was opened; nothing was published: open it again")
+        if (current.table_version, current.timeline_folder) != (self.config.table_version, self.config.timeline_folder):
+            raise TableReplacedError(f"table {self.name} at {self.storage.base_path} was upgraded to table version "
+                                     f"{current.table_version} since it was opened; nothing was published: open it again")
 
     def checkpoint(self, source: str) -> Optional[str]:
         """The instant of `source` up to which this table's latest write that recorded one

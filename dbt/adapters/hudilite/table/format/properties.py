@@ -13,9 +13,9 @@ READ_VERSIONS = ("6", "8", "9")  # 8: Hudi 1.0, 9: Hudi 1.1 (timeline layout 2);
 TABLE_VERSIONS = tuple(int(v) for v in READ_VERSIONS)  # what it reads, continues and creates
 # Hudi 1.x's record merge modes and the strategy ids Hudi 1.0 records for them (1.1 drops the ids).
 EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
-_MERGE_STRATEGY_IDS = {EVENT_TIME_ORDERING: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+MERGE_STRATEGY_IDS = {EVENT_TIME_ORDERING: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
                        COMMIT_TIME_ORDERING: "ce9acb64-bde0-424c-9b91-f6ebba25356d"}
-_PAYLOADS = {EVENT_TIME_ORDERING: "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+PAYLOADS = {EVENT_TIME_ORDERING: "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
              COMMIT_TIME_ORDERING: "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}
 
 KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
@@ -251,8 +251,8 @@ class TableConfig:
             props["hoodie.table.keygenerator.type"] = self.keygen_type
             del props["hoodie.table.keygenerator.class"]
         if self.table_version == 8:
-            props["hoodie.record.merge.strategy.id"] = _MERGE_STRATEGY_IDS[mode]
-            props["hoodie.compaction.payload.class"] = _PAYLOADS[mode]
+            props["hoodie.record.merge.strategy.id"] = MERGE_STRATEGY_IDS[mode]
+            props["hoodie.compaction.payload.class"] = PAYLOADS[mode]
         else:
             props["hoodie.table.format"] = "native"
             if self.precombine_field:
@@ -336,7 +336,7 @@ def _not_writable(props: Dict[str, str]) -> Optional[str]:
     if mode not in (None, "", EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING):
         return f"it merges records by hoodie.record.merge.mode={mode}; hudilite merges by event or commit time"
     for key in ("hoodie.compaction.payload.class", "hoodie.table.legacy.payload.class"):
-        if props.get(key) and props[key] not in _PAYLOADS.values():
+        if props.get(key) and props[key] not in PAYLOADS.values():
             return f"its records merge through {key}={props[key]}; hudilite merges whole rows by event or commit time"
     if props.get("hoodie.table.partial.update.mode", "NONE").upper() not in ("", "NONE"):
         return (f"it updates records partially (hoodie.table.partial.update.mode="

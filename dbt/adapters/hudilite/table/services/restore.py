@@ -27,6 +27,7 @@ from ..context import TableContext
 from ..errors import ConcurrentWriteError, TimelineError
 from ..format.instant import COMPLETED, INFLIGHT, REQUESTED, RESTORE, Instant
 from ..index.files import DELTA
+from ..format.file_group import FileSystemView
 from ..storage.layout import PRIVATE_DIR, marker_path, parse_index_file_name
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
@@ -53,6 +54,7 @@ def restore(ctx: TableContext, as_of) -> List[str]:
             later = ctx.timeline.completed_after(target)
             if not later:
                 return []
+            _refuse_if_snapshot_gone(ctx, target, later)
             plan = {"instantsToRollback": [{"commitTime": i.timestamp, "action": i.action} for i in reversed(later)],
                     "version": 2, "savepointToRestoreTimestamp": target}
             instant = Instant(reserve_service_time(ctx.timeline, RESTORE), RESTORE, REQUESTED)
@@ -78,6 +80,21 @@ def restore(ctx: TableContext, as_of) -> List[str]:
         ctx.timeline.write_service_instant(replace(instant, state=COMPLETED), RESTORE_METADATA,
                                            restore_metadata_record(instant.timestamp, plan, deleted, started))
     return [entry["commitTime"] for entry in plan["instantsToRollback"]]
+
+
+def _refuse_if_snapshot_gone(ctx: TableContext, target: str, later: List[Instant]) -> None:
+    """Layout 2 rolls back by completion time, the cleaner keeps slices by instant time: an
+    instant requested before the target but completed after it may have replaced a slice the
+    cleaner has since removed, which the restored snapshot would need. Refused, nothing done."""
+    if not ctx.timeline.orders_by_completion:
+        return
+    undone = {i.timestamp for i in later}
+    view = FileSystemView([(i, m) for i, m in ctx.timeline.commits() if i.timestamp not in undone], None,
+                          ctx.timeline.archived().files)
+    gone = [f.path for f in view.latest_base_files() if not ctx.storage.is_file(f.path)]
+    if gone:
+        raise TimelineError(f"table {ctx.name}: restoring to {target} needs {gone[0]} (and {len(gone) - 1} more), "
+                            "which the cleaner removed; restore to a savepoint or a later instant")
 
 
 def _refuse_writes_in_flight(ctx: TableContext) -> None:

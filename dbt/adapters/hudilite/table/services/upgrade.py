@@ -30,7 +30,7 @@ from ..format import avro_metadata, lsm_history
 from ..format import properties as props
 from ..format.archived_timeline import archive_files, read_archive_file
 from ..format.instant import COMMIT, COMPLETED, REPLACE_COMMIT
-from ..metadata.table import MetadataTable
+from ..metadata.table import HADOOP_CHECKSUM, MetadataTable
 from ..storage.layout import HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, history_dir, timeline_dir
 from ..storage.lock import TableLock, check_lease
 from ..transaction import rollback_dead_writers
@@ -46,6 +46,8 @@ _COMMIT_ACTIONS = (COMMIT, REPLACE_COMMIT)
 def upgrade(ctx: TableContext, to_version: int) -> bool:
     """Upgrade the table to `to_version` (8 or 9); False when it is at that version already."""
     current = ctx.config.table_version
+    if ctx.config.not_writable:
+        raise ConfigurationError(f"table {ctx.name}: hudilite cannot upgrade it: {ctx.config.not_writable}")
     if to_version not in (8, 9):
         raise ConfigurationError(f"table {ctx.name}: hudilite upgrades to table version 8 or 9, not {to_version}")
     if to_version < current:
@@ -125,30 +127,54 @@ def _archived_entries(ctx: TableContext) -> List[lsm_history.HistoryEntry]:
 
 
 def _write_properties(ctx: TableContext, to_version: int) -> None:
-    """The switch: version and layout 2 with the keys Hudi 1.x keeps (`TableConfig`'s), the
-    initial version kept; the merge mode the one hudilite's writes followed at version 6."""
+    """The switch, as Hudi 1.x's upgrade edits the file: every key kept (the time zone, the
+    checksum, a merge mode or payload set before) but those the new version names otherwise.
+    6 to 8: layout 2 and where it lives, the initial version, the merge mode (the one hudilite's
+    writes followed at 6: event time with a precombine field, else commit time) with its strategy
+    id and payload, the key generator's type. 8 to 9: the precombine field becomes the ordering
+    field, the built-in payload moves to the legacy key, the strategy id goes, the table format."""
     text = ctx.storage.read_text(PROPERTIES_FILE)  # as the metadata table's drop left it
     listed = props.loads(text)
     config = props.TableConfig.from_properties(listed)
-    config.table_version, config.timeline_folder = to_version, config.timeline_folder or TIMELINE_FOLDER
     upgraded = dict(listed)
-    keys = config.to_properties()
-    for key in ("hoodie.table.precombine.field", "hoodie.record.merge.strategy.id", "hoodie.compaction.payload.class"):
-        if key not in keys:
-            upgraded.pop(key, None)
-    upgraded.update({k: v for k, v in keys.items() if k.startswith(("hoodie.table", "hoodie.timeline", "hoodie.record"))
-                     or k in ("hoodie.compaction.payload.class",)})
-    upgraded["hoodie.table.initial.version"] = listed.get("hoodie.table.initial.version",
-                                                          listed.get("hoodie.table.version", props.TABLE_VERSION))
-    if "hoodie.table.keygenerator.class" in listed:  # Hudi's upgrade keeps the class beside the type
-        upgraded["hoodie.table.keygenerator.class"] = listed["hoodie.table.keygenerator.class"]
+    if config.table_version == 6:
+        mode = listed.get("hoodie.record.merge.mode") or (
+            props.EVENT_TIME_ORDERING if config.precombine_field else props.COMMIT_TIME_ORDERING)
+        upgraded.update({"hoodie.timeline.layout.version": "2", "hoodie.table.initial.version": "6",
+                         "hoodie.timeline.path": TIMELINE_FOLDER, "hoodie.timeline.history.path": config.history_folder,
+                         "hoodie.record.merge.mode": mode})
+        upgraded.setdefault("hoodie.record.merge.strategy.id", props.MERGE_STRATEGY_IDS[mode])
+        upgraded.setdefault("hoodie.compaction.payload.class", props.PAYLOADS[mode])
+        if config.keygen_type:
+            upgraded["hoodie.table.keygenerator.type"] = config.keygen_type
+    if to_version == 9:
+        if upgraded.get("hoodie.table.precombine.field"):
+            upgraded["hoodie.table.ordering.fields"] = upgraded.pop("hoodie.table.precombine.field")
+        payload = upgraded.pop("hoodie.compaction.payload.class", None)
+        if payload:
+            upgraded["hoodie.table.legacy.payload.class"] = payload
+        upgraded.pop("hoodie.record.merge.strategy.id", None)
+        upgraded["hoodie.table.format"] = "native"
+    upgraded["hoodie.table.version"] = str(to_version)
     header = text.splitlines()[0] if text.startswith("#") else props.SAVED_BY_HUDILITE
+    if ctx.storage.is_file(HADOOP_CHECKSUM):  # Hadoop's local file system would refuse the new file
+        ctx.storage.delete_file(HADOOP_CHECKSUM)
     ctx.storage.write_atomic(PROPERTIES_FILE, props.dumps(upgraded, header).encode(), TMP_DIR)
 
 
 def _remove_layout_1_instants(ctx: TableContext) -> None:
-    """The layout 1 instant files left in `.hoodie/` once the table is at layout 2 (a completed
-    file last, as a timeline is taken apart)."""
-    names = [n for n in ctx.storage.list_names(HOODIE_DIR) if _V1_INSTANT.match(n)]
-    for name in sorted(names, key=lambda n: (n[:17], not (_V1_INSTANT.match(n).group(3) or n.endswith(".inflight")))):
+    """The layout 1 instant files left in `.hoodie/` once the table is at layout 2, those that
+    were copied: newest instant first, its completed file first, so that a reader still on
+    layout 1 sees an older snapshot while they go, never a timeline with a hole."""
+    copied = set(ctx.storage.list_names(timeline_dir(TIMELINE_FOLDER)))
+    names = []
+    for name in ctx.storage.list_names(HOODIE_DIR):
+        found = _V1_INSTANT.match(name)
+        if not found:
+            continue
+        instant, action, state = found.groups()
+        if name in copied or (not state and action != "inflight" and f"{instant}_{instant}.{action}" in copied):
+            names.append(name)
+    completed_first = lambda n: not (_V1_INSTANT.match(n).group(3) or n.endswith(".inflight"))  # noqa: E731
+    for name in sorted(names, key=lambda n: (n[:17], completed_first(n)), reverse=True):
         ctx.storage.delete_file(posixpath.join(HOODIE_DIR, name))
