@@ -28,7 +28,7 @@ from ..context import TableContext
 from ..errors import ConcurrentWriteError, ConfigurationError
 from ..format import avro_metadata, lsm_history
 from ..format import properties as props
-from ..format.archived_timeline import archive_files, read_archive_file
+from ..format.archived_timeline import archive_files, is_archive_file, read_archive_file
 from ..format.instant import COMMIT, COMPLETED, REPLACE_COMMIT
 from ..metadata.table import HADOOP_CHECKSUM, MetadataTable
 from ..storage.layout import HOODIE_DIR, PROPERTIES_FILE, TMP_DIR, history_dir, timeline_dir
@@ -114,7 +114,8 @@ def _archived_entries(ctx: TableContext) -> List[lsm_history.HistoryEntry]:
     """The completed commits of the layout 1 archive, as rows of the LSM history."""
     folder = ctx.timeline.archived_dir
     found: Dict[str, lsm_history.HistoryEntry] = {}
-    for name in archive_files(ctx.storage.list_names(folder)):
+    names = ctx.storage.list_names(folder)  # Hudi's archive files, and older hudilite's JSON ones
+    for name in archive_files(names) + sorted(n for n in names if is_archive_file(n) and n not in archive_files(names)):
         for entry in read_archive_file(ctx.storage, name, folder):
             if entry.state != COMPLETED or entry.action not in _COMMIT_ACTIONS:
                 continue
