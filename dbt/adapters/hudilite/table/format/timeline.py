@@ -319,7 +319,7 @@ class Timeline:
         """Layout 2: when each archived commit completed (its LSM history row); none at layout 1."""
         if self.history_dir is None:
             return {}
-        files = self._archive_files(None)
+        files = self._archive_files(self._names())  # listed again only once an active instant file went
         if self._completions[0] != files:
             entries = lsm_history.read_history(self.storage, self.history_dir, None, ACTIONS, list(files))
             self._completions = (files, {e.instant: e.completion or e.instant for e in entries})
