@@ -243,7 +243,7 @@ def rollback(storage: Storage, timeline: Timeline, instant: Instant) -> None:
     metadata_table = MetadataTable(storage)
     for path in marked_files(storage, instant.timestamp):
         if metadata_table.written_by(path, instant.timestamp):
-            for each in instant_files(path):
+            for each in instant_files(storage, path):
                 storage.delete_file(each)
     storage.delete_dir(markers_dir(instant.timestamp))
     timeline.delete_pending(instant)
@@ -311,7 +311,7 @@ class WriteTransaction:
         self._in_markers: List[str] = []  # the markers folder, as its commit listed it, and markers added since
         self._began_alone = False  # no other writer was in flight at the claim
         self._claimed_at = 0.0
-        self.metadata_table = MetadataTable(storage)
+        self.metadata_table = MetadataTable(storage, lambda: reserve_service_time(timeline, "compaction"))
         # From the start to the end of its commit, the write plans on one listing of the timeline
         # (with its own transitions taken in), not one per question; its commit lists again before
         # its lock (unless the write was brief and alone) and under it (every table lock does).

@@ -145,12 +145,12 @@ def with_shard(num_shards: int, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                                          names=batch.schema.names + ["shard"])
 
 
-def log_paths(instant: str, slices: Dict[str, Tuple[str, int]], num_shards: int) -> Tuple[str, ...]:
+def log_paths(instant: str, slices: Dict[str, Tuple[str, int]], num_shards: int, own_log: bool = False) -> Tuple[str, ...]:
     """Each shard's next log file of `instant`: `slices` gives a group's base instant and its
-    newest log version."""
+    newest log version. `own_log` (timeline layout 2): a log named after `instant` itself."""
     paths = []
     for shard in range(num_shards):
-        base_instant, version = slices[file_group(shard)]
+        base_instant, version = (instant, 0) if own_log else slices[file_group(shard)]
         paths.append(posixpath.join(FOLDER, log_file_name(file_group(shard), base_instant, version + 1,
                                                           write_token(shard))))
     return tuple(paths)

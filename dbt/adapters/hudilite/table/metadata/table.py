@@ -14,7 +14,6 @@ Every call that changes the metadata table runs under the data table's lock.
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 from typing import AbstractSet, Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -32,7 +31,7 @@ from ..storage.layout import METADATA_TABLE_DIR, PARTITION_METADATA, PROPERTIES_
 from ..errors import ConcurrentWriteError
 from . import record_index
 from .reader import DATA_INSTANT_DIGITS, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, MetadataTableReader, deleted_keys
-from .timeline import COMMIT, DELTA_COMMIT, TIMELINE_DIR, parse
+from .timeline import COMMIT, DELTA_COMMIT, is_init_instant, parse
 from .writer import MAX_DELTA_COMMITS, WRITE_TOKEN, MetadataTableWriter, files_records
 
 logger = logging.getLogger("hudilite")
@@ -50,11 +49,8 @@ def listed_partitions(properties: Dict[str, str], key: str = PARTITIONS_KEY) -> 
 
 
 def _kept(properties: Dict[str, str]) -> bool:
-    """Whether writes keep the metadata table in step: unless the table opted out, or it is at a
-    table version whose metadata table hudilite does not write yet (8, 9: writes drop it, and
-    Hudi 1.x's writer builds it again from storage)."""
-    return (properties.get(ENABLE_KEY, "true").lower() != "false"
-            and properties.get("hoodie.table.version", props.TABLE_VERSION) == props.TABLE_VERSION)
+    """Whether writes keep the metadata table in step: unless the table opted out."""
+    return properties.get(ENABLE_KEY, "true").lower() != "false"
 
 
 def _keyed(properties: Dict[str, str]) -> bool:
@@ -95,9 +91,11 @@ def _write_properties(storage: Storage, text: str, changed: Dict[str, str], head
 
 
 class MetadataTable:
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, reserve_time: Optional[Callable[[], str]] = None):
+        """`reserve_time`: a new instant time reserved on the data table (`MetadataTableWriter`):
+        given by a caller that may compact a version 8/9 table's metadata table."""
         self.storage = storage
-        self.writer = MetadataTableWriter(storage)
+        self.writer = MetadataTableWriter(storage, reserve_time)
         self._logs_after_last_write = 0  # `after_publish` looks further only when a compaction may be due
 
     def _properties(self) -> Tuple[str, Dict[str, str]]:
@@ -144,8 +142,8 @@ class MetadataTable:
             return
         if self._take_off_unkept(text, listed):
             text, listed = self._properties()
-        if FILES not in listed_partitions(listed) or not self.writer.exists():  # none, or listed but not there
-            self.bootstrap()
+        if FILES not in listed_partitions(listed) or not self.writer.exists() or not self.writer.same_version():
+            self.bootstrap()  # none, listed but not there, or left at another table version
             text, listed = self._properties()
         if RECORD_INDEX in listed_partitions(listed) and record_index_logs is None and keyed_write and _keyed(listed):
             raise ConcurrentWriteError(
@@ -169,7 +167,7 @@ class MetadataTable:
     def record_index_log_paths(self, instant: str) -> Optional[Tuple[str, ...]]:
         """The record_index log files a write of `instant` writes, by shard; None while the
         partition is not listed (a write then writes none; `record_commit` refuses it once it is),
-        or the metadata table is not ours to keep (a version 8/9 table's: the commit drops it)."""
+        or the metadata table is not kept (the table opted out)."""
         listed = self._properties()[1]
         if not _kept(listed) or RECORD_INDEX not in listed_partitions(listed):
             return None
@@ -180,7 +178,7 @@ class MetadataTable:
             self.take_off_record_index(f"file groups {sorted(slices)}, not numbered from 0 without a gap"
                                        if slices else "no file groups")
             return None
-        return record_index.log_paths(instant, slices, len(slices))
+        return record_index.log_paths(instant, slices, len(slices), own_log=self.writer.layout2)
 
     def take_off_record_index(self, why: str) -> None:
         """Under the table lock, record_index leaves the listed partitions (no reader or writer of
@@ -206,7 +204,7 @@ class MetadataTable:
         text, listed = self._properties()
         if FILES not in listed_partitions(listed) or not self.writer.exists():
             self.bootstrap()
-        instant = f"{data_instant}{record_index.INIT_OFFSET:03d}"
+        instant = self.writer.record_index_init_instant(data_instant)
         num_shards = record_index.file_group_count(num_keys)
         self.writer.begin_record_index(instant)
         files = record_index.RecordIndexFiles(self.storage.base_path, instant,
@@ -239,8 +237,19 @@ class MetadataTable:
         reader = self.reader()
         if reader is None:
             return None
-        compactions = reader.timeline.completed((COMMIT,))
-        return compactions[-1][:DATA_INSTANT_DIGITS] if compactions else ""
+        timeline = reader.timeline
+        compactions = timeline.completed((COMMIT,))
+        if not compactions:
+            return ""
+        if not self.writer.layout2:
+            return compactions[-1][:DATA_INSTANT_DIGITS]
+        # Layout 2: a deltacommit was folded when it completed before the compaction was requested.
+        done, through = set(timeline.completed((DELTA_COMMIT,))), ""
+        for instant in sorted({i for i, a, _ in timeline.entries if a == DELTA_COMMIT and not is_init_instant(i)}):
+            if instant not in done or timeline.completions.get(instant, compactions[-1]) >= compactions[-1]:
+                break
+            through = instant
+        return through
 
     def compact_now(self) -> Optional[str]:
         """Compact `files` whatever its log count (for archival), when no data write is in flight."""
@@ -335,19 +344,27 @@ class MetadataTable:
         record_index, from the log files its deltacommit lists: (key, file_id, deleted) of the
         keys it inserted or moved, and deleted. None when that cannot be told: the partition
         not listed, a deltacommit gone from the active timeline, or its logs compacted away."""
-        if not self.is_kept():  # (a version 8/9 table: its metadata table is dropped by our next commit)
+        if not self.is_kept():
             return None
         reader = self.reader()
         if reader is None or not self.record_index_listed():
             return None
         completed = reader.timeline.completed_instants()
         built_at = self._record_index_built_at()
+        if built_at is None:
+            return None
+        if self.writer.layout2:  # its initialization instant: the deltacommits that completed after it
+            built_completed = reader.timeline.completions.get(built_at, "")  # gone from the timeline: before all
+            after_build = lambda instant: reader.timeline.completions.get(instant, "") > built_completed
+        else:  # the data instant it was built as of
+            after_build = lambda instant: instant > built_at[:DATA_INSTANT_DIGITS]
+        names = reader.timeline.names
         out = {}
         for instant in instants:
             # One at or before the partition's bootstrap, or not completed there, wrote no logs of it.
-            if built_at is None or instant <= built_at or instant not in completed or not reader.valid(instant):
+            if not after_build(instant) or instant not in completed or not reader.valid(instant):
                 return None
-            body = json.loads(self.storage.read_text(posixpath.join(TIMELINE_DIR, f"{instant}.{DELTA_COMMIT}")))
+            body = self.writer.read_completed(instant, DELTA_COMMIT, names) or {}
             changed: Dict[str, Tuple[str, bool]] = {}  # key -> (file_id, deleted); the last block of the instant wins
             for stat in (body.get("partitionToWriteStats") or {}).get(RECORD_INDEX) or []:
                 path = posixpath.join(METADATA_TABLE_DIR, stat["path"])
@@ -368,13 +385,12 @@ class MetadataTable:
         return out
 
     def _record_index_built_at(self) -> Optional[str]:
-        """The data instant record_index was last built as of (its partition metadata's commit
-        time, `<data instant>011` or Hudi's `<X>01n`, cut to the data instant)."""
+        """The instant record_index was last built at (its partition metadata's commit time: at
+        layout 1 `<data instant>011` or Hudi's `<X>01n`, at layout 2 an initialization instant)."""
         path = posixpath.join(METADATA_TABLE_DIR, RECORD_INDEX, PARTITION_METADATA)
         if not self.storage.exists(path):
             return None
-        built = props.loads(self.storage.read_text(path)).get("commitTime", "")
-        return built[:DATA_INSTANT_DIGITS] or None
+        return props.loads(self.storage.read_text(path)).get("commitTime") or None
 
     # -- checks ------------------------------------------------------------------------------
 

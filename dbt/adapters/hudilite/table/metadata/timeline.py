@@ -14,6 +14,11 @@ from ..storage.layout import METADATA_TABLE_DIR
 
 TIMELINE_DIR = posixpath.join(METADATA_TABLE_DIR, ".hoodie")
 LAYOUT_2_DIR = "timeline"  # under TIMELINE_DIR, at timeline layout 2
+LAYOUT_2_TIMELINE_DIR = posixpath.join(TIMELINE_DIR, LAYOUT_2_DIR)
+HISTORY_DIR = posixpath.join(LAYOUT_2_TIMELINE_DIR, "history")  # layout 2's archive: an LSM history
+# Layout 2: a partition's initialization is this plus a 3-digit offset (Hudi 1.x's
+# SOLO_COMMIT_TIMESTAMP), older than any data instant.
+INIT_PREFIX = "00000000000000"
 DELTA_COMMIT = "deltacommit"
 COMMIT = "commit"  # a completed compaction
 COMPACTION = "compaction"
@@ -35,15 +40,25 @@ def completion_time(name: str) -> Optional[str]:
     return m[2] if m else None
 
 
-def instant_files(path: str) -> List[str]:
+def instant_files(storage: Storage, path: str) -> List[str]:
     """The files a marker of `path` stands for: a completed instant of this timeline stands for
     its requested and inflight files too (newest state first, the order a rollback deletes
-    them in); any other file for itself."""
+    them in); any other file for itself. At layout 2 the marker names `<T>.<action>`, as the
+    completion time is not known before it completes: it stands for `<T>_<C>.<action>`."""
     folder, name = posixpath.split(path)
-    parsed = parse(name) if folder == TIMELINE_DIR else None
+    parsed = parse(name) if folder in (TIMELINE_DIR, LAYOUT_2_TIMELINE_DIR) else None
     if parsed is None or parsed[2]:
         return [path]
-    return [path, path + ".inflight", path + ".requested"]
+    done = [path]
+    if folder == LAYOUT_2_TIMELINE_DIR:
+        done = [posixpath.join(folder, n) for n in storage.list_names(folder)
+                if n.startswith(parsed[0] + "_") and parse(n) == parsed]
+    return done + [path + ".inflight", path + ".requested"]
+
+
+def is_init_instant(instant: str) -> bool:
+    """A layout 2 partition initialization's instant (`INIT_PREFIX` and an offset)."""
+    return instant.startswith(INIT_PREFIX)
 
 
 class MetadataTimeline:
@@ -63,7 +78,7 @@ class MetadataTimeline:
     def own_instants(self) -> Set[str]:
         """The metadata table's own completed instants, not a data instant's: its compactions
         (commits) and, at layout 2, its initialisations (`00000000000000000` and on)."""
-        return {i for i, a, s in self.entries if not s and (a == COMMIT or i.startswith("0000000000"))}
+        return {i for i, a, s in self.entries if not s and (a == COMMIT or is_init_instant(i))}
 
     def completed(self, actions=WRITE_ACTIONS) -> List[str]:
         return sorted({instant for instant, action, state in self.entries if not state and action in actions})

@@ -21,6 +21,14 @@ the next version after the newest one of the slice. Which slice: the one the new
 recorded (`hudilite.filesSliceWhole`: its `files` stat names every log) when nothing else is
 pending and nothing was compacted or written out of order since (`recorded_files_slice`), else
 a listing of the partition.
+
+At timeline layout 2 (table versions 8 and 9), as Hudi 1.x writes it: the timeline is under
+`.hoodie/metadata/.hoodie/timeline`, a completed instant is `<T>_<C>.<action>` with its
+metadata in Avro, initializations are `00000000000000000` and on (`INIT_PREFIX`), each
+deltacommit's log is its own file named after it (`.files-0000-0_<T>.log.1_0-0-0`: no listing
+to find a version), a log belongs to the newest base requested before its deltacommit completed,
+compactions take a new instant time (reserved on the data table, `reserve_time`), and archived
+instants go into an LSM history.
 """
 
 from __future__ import annotations
@@ -28,21 +36,22 @@ from __future__ import annotations
 import json
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from ..format import avro_metadata, hfile, log_format, metadata_record
+from ..format import avro_metadata, hfile, log_format, lsm_history, metadata_record
 from ..format.archived_timeline import write_archive
-from ..format.instant import COMPLETED, Instant
+from ..format.instant import COMPLETED, Instant, next_instant_time
 from ..format import properties as props
 from ..format.file_group import hfile_name, log_file_name, parse_hfile_name, parse_log_file_name
 from ..storage.filesystem import Storage
-from ..storage.layout import METADATA_TABLE_DIR, TMP_DIR, PARTITION_METADATA
+from ..storage.layout import METADATA_TABLE_DIR, PARTITION_METADATA, PROPERTIES_FILE, TMP_DIR
 from ..storage.lock import check_lease
 from ..errors import CorruptTableError
 from .reader import (DATA_INSTANT_DIGITS, DELETE_BLOCK, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, FileSlice, MetadataTableReader,
                      delete_block_content, latest_slices)
-from .record_index import file_group
-from .timeline import COMMIT, COMPACTION, DELTA_COMMIT, TIMELINE_DIR, parse
+from .record_index import INIT_OFFSET as RECORD_INDEX_INIT_OFFSET, file_group
+from .timeline import (COMMIT, COMPACTION, DELTA_COMMIT, HISTORY_DIR, INIT_PREFIX, LAYOUT_2_TIMELINE_DIR, TIMELINE_DIR,
+                       MetadataTimeline, completion_time, is_init_instant, parse)
 
 ARCHIVED_DIR = posixpath.join(TIMELINE_DIR, "archived")
 
@@ -78,9 +87,30 @@ COMPACTION_PLAN = {
         {"name": "preserveHoodieMetadata", "default": False, "type": ["boolean", "null"]}]}
 
 
-def metadata_properties(table_name: str) -> Dict[str, str]:
-    """The metadata table's `hoodie.properties`, as Hudi 0.15 writes it at table version 6."""
+def metadata_properties(table_name: str, table_version: int = int(props.TABLE_VERSION)) -> Dict[str, str]:
+    """The metadata table's `hoodie.properties`, as Hudi 0.15 writes it at table version 6, and
+    Hudi 1.0 (8) and 1.1 (9) at theirs."""
     name = f"{table_name}_metadata"
+    if table_version >= 8:
+        return {
+            "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+            "hoodie.table.initial.version": str(table_version),
+            "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+            "hoodie.table.type": "MERGE_ON_READ",
+            "hoodie.archivelog.folder": "history",
+            "hoodie.timeline.layout.version": "2",
+            "hoodie.timeline.history.path": "history",
+            "hoodie.table.checksum": str(props.table_checksum("", name)),
+            "hoodie.datasource.write.drop.partition.columns": "false",
+            "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+            "hoodie.table.recordkey.fields": "key",
+            "hoodie.table.name": name,
+            "hoodie.timeline.path": "timeline",
+            "hoodie.populate.meta.fields": "false",
+            "hoodie.table.base.file.format": "HFILE",
+            "hoodie.record.merge.mode": "CUSTOM",
+            "hoodie.table.version": str(table_version),
+        }
     return {
         "hoodie.table.name": name,
         "hoodie.table.type": "MERGE_ON_READ",
@@ -128,51 +158,146 @@ def _log_stat(partition: str, group: str, path: str, size: int, base: Optional[s
         "logOffset": 0, "baseFile": base or "", "logFiles": logs}
 
 
-def _commit_json(stats: Dict[str, List[dict]], operation: str, compacted: bool = False,
-                 extra: Optional[Dict[str, str]] = None) -> bytes:
-    body = {"partitionToWriteStats": stats, "compacted": compacted,
+def _commit_body(stats: Dict[str, List[dict]], operation: str, compacted: bool = False,
+                 extra: Optional[Dict[str, str]] = None) -> dict:
+    return {"partitionToWriteStats": stats, "compacted": compacted,
             "extraMetadata": {} if compacted else {"schema": SCHEMA_JSON, **(extra or {})}, "operationType": operation}
-    return json.dumps(body, indent=2).encode()
+
+
+def _base_stat(partition: str, group: str, path: str, size: int, prev_commit: str, records: int) -> dict:
+    """The write stat of a new base file (a bootstrap's, a compaction's)."""
+    stat = _log_stat(partition, group, path, size, None, prev_commit, [], records)
+    for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
+        stat.pop(key)
+    return stat
+
+
+def _latest_time(names: Iterable[str]) -> Optional[str]:
+    """The latest instant or completion time among a timeline's file names."""
+    return max((t for name in names for parsed in [parse(name)] if parsed is not None
+                for t in (parsed[0], completion_time(name)) if t), default=None)
 
 
 class MetadataTableWriter:
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, reserve_time: Optional[Callable[[], str]] = None):
+        """`reserve_time`: a new instant time, reserved on the data table (a layout 2 compaction's
+        time, which no data instant may take); without it no layout 2 compaction is made."""
         self.storage = storage
+        self.reserve_time = reserve_time
+
+    @property
+    def table_version(self) -> int:
+        """The data table's version, which its metadata table takes (a stale one is dropped)."""
+        try:
+            return int(props.loads(self.storage.read_state(PROPERTIES_FILE)).get("hoodie.table.version", props.TABLE_VERSION))
+        except FileNotFoundError:
+            return int(props.TABLE_VERSION)
+
+    @property
+    def layout2(self) -> bool:
+        return self.table_version >= 8
+
+    @property
+    def timeline_dir(self) -> str:
+        return LAYOUT_2_TIMELINE_DIR if self.layout2 else TIMELINE_DIR
 
     def _path(self, *parts: str) -> str:
         return posixpath.join(METADATA_TABLE_DIR, *parts)
 
     def _timeline_path(self, instant: str, action: str, suffix: str = "") -> str:
-        return posixpath.join(TIMELINE_DIR, f"{instant}.{action}{suffix}")
+        """A pending state's file (`suffix`), or a completed instant's at layout 1 (at layout 2,
+        the name a marker gives it: `instant_files`)."""
+        return posixpath.join(self.timeline_dir, f"{instant}.{action}{suffix}")
 
-    def _publish(self, instant: str, action: str, body: bytes) -> None:
-        self.storage.publish(self._timeline_path(instant, action), body, TMP_DIR, lambda: check_lease(self.storage))
+    def _encode(self, body: dict) -> bytes:
+        if self.layout2:
+            return avro_metadata.encode(avro_metadata.COMMIT_FILE_METADATA, avro_metadata.commit_record(body, False))
+        return json.dumps(body, indent=2).encode()
+
+    def _completed_name(self, names: Iterable[str], instant: str, action: str) -> Optional[str]:
+        for name in names:
+            parsed = parse(name)
+            if parsed is not None and parsed[:2] == (instant, action) and not parsed[2]:
+                return name
+        return None
+
+    def read_completed(self, instant: str, action: str, names: Optional[Iterable[str]] = None) -> Optional[dict]:
+        """A completed instant's metadata (its JSON form's fields); None when it is not completed."""
+        if not self.layout2:
+            try:
+                return json.loads(self.storage.read_bytes(self._timeline_path(instant, action)))
+            except FileNotFoundError:
+                return None
+        names = self.storage.list_names(self.timeline_dir) if names is None else names
+        name = self._completed_name(names, instant, action)
+        return None if name is None else avro_metadata.decode(self.storage.read_bytes(posixpath.join(self.timeline_dir, name)))
+
+    def _publish(self, instant: str, action: str, body: dict, names: Optional[List[str]] = None) -> None:
+        """Complete `instant`: created only if absent. At layout 2 its completion time is taken
+        under the table lock on `names` (the timeline as listed under it; listed when None),
+        later than every time there, so that a log's slice (by that time) follows the order in
+        which this timeline's instants completed."""
+        if not self.layout2:
+            self.storage.publish(self._timeline_path(instant, action), self._encode(body), TMP_DIR,
+                                 lambda: check_lease(self.storage))
+            return
+        names = self.storage.list_names(self.timeline_dir) if names is None else names
+        if self._completed_name(names, instant, action) is not None:
+            raise CorruptTableError(f"{self.storage.base_path}: metadata table instant {instant} ({action}) completed already")
+        completion = self._fresh_time(names)
+        self.storage.publish(posixpath.join(self.timeline_dir, f"{instant}_{completion}.{action}"), self._encode(body),
+                             TMP_DIR, lambda: check_lease(self.storage))
+
+    @staticmethod
+    def _fresh_time(names: Iterable[str]) -> str:
+        return next_instant_time(_latest_time(names))
 
     def exists(self) -> bool:
         return self.storage.is_file(PROPERTIES)
 
+    def same_version(self) -> bool:
+        """Whether the metadata table is at the data table's version (as Hudi upgrades both)."""
+        try:
+            listed = props.loads(self.storage.read_state(PROPERTIES))
+        except FileNotFoundError:
+            return False
+        return int(listed.get("hoodie.table.version", props.TABLE_VERSION)) == self.table_version
+
     # -- bootstrap ---------------------------------------------------------------------------
+
+    def _init_instant(self) -> str:
+        """The instant of a partition's initialization: at layout 1 `INIT_INSTANT`; at layout 2
+        the first of `00000000000000000` and on that neither the timeline nor its history holds,
+        as Hudi 1.x takes it."""
+        if not self.layout2:
+            return INIT_INSTANT
+        used = {parsed[0] for parsed in map(parse, self.storage.list_names(self.timeline_dir)) if parsed is not None}
+        ranges = [r for r in map(lsm_history.data_file_range, self.storage.list_names(HISTORY_DIR)) if r is not None]
+        for offset in range(1000):
+            instant = f"{INIT_PREFIX}{offset:03d}"
+            if instant not in used and not any(first <= instant <= last for first, last, _ in ranges):
+                return instant
+        raise CorruptTableError(f"{self.storage.base_path}: the metadata table has no initialization instant left")
 
     def create(self, table_name: str, files: Dict[str, Dict[str, int]]) -> None:
         """The metadata table of a snapshot whose files are `files` (partition to name to size)."""
         if self.storage.exists(METADATA_TABLE_DIR):
             self.storage.delete_dir(METADATA_TABLE_DIR)  # a bootstrap cut short, never listed
-        self.storage.write_bytes(PROPERTIES, props.dumps(metadata_properties(table_name)).encode())
+        instant = self._init_instant()
+        self.storage.write_bytes(PROPERTIES, props.dumps(metadata_properties(table_name, self.table_version)).encode())
         self.storage.write_bytes(self._path(FILES, PARTITION_METADATA),
-                                 f"#partition metadata\ncommitTime={INIT_INSTANT}\npartitionDepth=1\n".encode())
-        self.storage.write_bytes(self._timeline_path(INIT_INSTANT, DELTA_COMMIT, ".requested"), b"")
-        self.storage.write_bytes(self._timeline_path(INIT_INSTANT, DELTA_COMMIT, ".inflight"), b"")
+                                 f"#partition metadata\ncommitTime={instant}\npartitionDepth=1\n".encode())
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".requested"), b"")
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), b"")
         records = files_records(files, {}, partitions_added=files.keys())
         if metadata_record.ALL_PARTITIONS not in records:
             records[metadata_record.ALL_PARTITIONS] = metadata_record.partition_list()
         data = hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()})
-        name = hfile_name(FILES_GROUP, WRITE_TOKEN, INIT_INSTANT)
+        name = hfile_name(FILES_GROUP, WRITE_TOKEN, instant)
         self.storage.write_bytes(self._path(FILES, name), data)
-        stat = _log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), None, "null", [], len(records))
+        stat = _base_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), "null", len(records))
         stat.update(numInserts=len(records), numUpdateWrites=0)
-        for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
-            stat.pop(key)
-        self._publish(INIT_INSTANT, DELTA_COMMIT, _commit_json({FILES: [stat]}, "BULK_INSERT"))
+        self._publish(instant, DELTA_COMMIT, _commit_body({FILES: [stat]}, "BULK_INSERT"))
 
     # -- one data instant --------------------------------------------------------------------
 
@@ -185,30 +310,32 @@ class MetadataTableWriter:
         new one (a data instant's); without, it may have been recorded by an earlier attempt (a
         clean finished by the next cleaner). Returns how many log files the `files` slice has
         now (0 when an earlier attempt recorded it)."""
+        names = self.storage.list_names(self.timeline_dir)
         if on_file is not None:
             on_file(self._timeline_path(instant, DELTA_COMMIT))
-        elif self.storage.is_file(self._timeline_path(instant, DELTA_COMMIT)):
+        elif self._completed_name(names, instant, DELTA_COMMIT) is not None:
             return 0
         self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".requested"), b"")
         block = log_format.LogBlock(HFILE_DATA_BLOCK, {log_format.INSTANT_TIME: instant, log_format.SCHEMA: SCHEMA_JSON},
                                     hfile.write(files_cells(records), {b"schema": SCHEMA_JSON.encode()}))
         data = log_format.encode_block(block)
-        folder = self._path(FILES)
-        timeline = self.storage.list_names(TIMELINE_DIR)
-        piece = self.recorded_files_slice(timeline, instant) or self.latest_slices(FILES, timeline)[FILES_GROUP]
-        version = max([parse_log_file_name(n).version for n in piece.logs], default=0) + 1
         stats = {RECORD_INDEX: [_log_stat(RECORD_INDEX, parse_log_file_name(path).file_id,
                                           posixpath.relpath(path, METADATA_TABLE_DIR), size, None,
                                           parse_log_file_name(path).base_instant, [posixpath.basename(path)], 0)
                                 for path, size in sorted((record_index_logs or {}).items())]}
         stats = {k: v for k, v in stats.items() if v}
+        if self.layout2:
+            return self._deltacommit_own_log(instant, names, len(records), data, stats, on_file)
+        folder = self._path(FILES)
+        piece = self.recorded_files_slice(names, instant) or self.latest_slices(FILES, names)[FILES_GROUP]
+        version = max([parse_log_file_name(n).version for n in piece.logs], default=0) + 1
         while True:
             name = log_file_name(FILES_GROUP, piece.base_instant, version, WRITE_TOKEN)
             stats[FILES] = [_log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), piece.base,
                                       piece.base_instant, piece.logs + [name], len(records))]
             # The inflight names the log files, so that Hudi's writer can roll the deltacommit back.
-            body = _commit_json(stats, "UPSERT_PREPPED", extra={WHOLE_FILES_SLICE: "true"})
-            self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), body)
+            body = _commit_body(stats, "UPSERT_PREPPED", extra={WHOLE_FILES_SLICE: "true"})
+            self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), self._encode(body))
             if on_file is not None:
                 on_file(posixpath.join(folder, name))
             if self.storage.create_exclusive(posixpath.join(folder, name), data):
@@ -218,6 +345,26 @@ class MetadataTableWriter:
             version = max([version] + [parse_log_file_name(n).version for n in piece.logs]) + 1
         self._publish(instant, DELTA_COMMIT, body)
         return len(piece.logs) + 1
+
+    def _deltacommit_own_log(self, instant: str, names: List[str], count: int, data: bytes, stats: Dict[str, List[dict]],
+                             on_file: Optional[callable]) -> int:
+        """Layout 2: the deltacommit's `files` log is a file of its own, named after it, so no
+        listing finds a version and no other writer can take its name (a file there is an
+        earlier attempt's of this instant: replaced). Returns how many deltacommits completed
+        since the latest compaction, this one included."""
+        name = log_file_name(FILES_GROUP, instant, 1, WRITE_TOKEN)
+        entries = [p for p in map(parse, names) if p is not None]
+        compactions = [i for i, a, s in entries if a == COMMIT and not s]
+        base = max(compactions, default=min((i for i, _, _ in entries if is_init_instant(i)), default=INIT_PREFIX + "000"))
+        stats[FILES] = [_log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), None, base, [name], count)]
+        body = _commit_body(stats, "UPSERT_PREPPED")
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), self._encode(body))
+        if on_file is not None:
+            on_file(self._path(FILES, name))
+        self.storage.write_atomic(self._path(FILES, name), data, TMP_DIR)
+        self._publish(instant, DELTA_COMMIT, body, names + [f"{instant}.{DELTA_COMMIT}.requested"])
+        since = [n for n in names if (completion_time(n) or "") > base and parse(n)[1] == DELTA_COMMIT]
+        return len(since) + 1
 
     def recorded_files_slice(self, timeline: List[str], writing: str) -> Optional[FileSlice]:
         """The `files` slice as the newest instant recorded it (`WHOLE_FILES_SLICE`), when that
@@ -255,15 +402,21 @@ class MetadataTableWriter:
         """The slices new logs join, by file group: each group's newest base a completed instant
         wrote (a bootstrap's, Hudi's `<X>010` too, or a compaction's); past a compaction still
         pending, its instant, as Hudi names them, so that completing it keeps the logs written
-        meanwhile. A group without a base (an empty record_index shard) joins its init instant."""
+        meanwhile. A group without a base (an empty record_index shard) joins its init instant.
+        At layout 2 a log follows the newest base requested before its deltacommit completed,
+        and a pending compaction's slice is not joined (it is finished before anything else)."""
         names = self.storage.list_names(self._path(partition))
         if timeline is None:
-            timeline = self.storage.list_names(TIMELINE_DIR)
+            timeline = self.storage.list_names(self.timeline_dir)
         entries = [parsed for parsed in map(parse, timeline) if parsed is not None]
         completed = {instant for instant, action, state in entries if not state and action in (DELTA_COMMIT, COMMIT)}
         first_active = min((instant for instant, _, _ in entries), default=None)
-        slices = latest_slices(names, lambda instant: instant in completed or (first_active is not None and instant < first_active))
+        completions = {p[0]: c for p, c in zip(map(parse, timeline), map(completion_time, timeline)) if p and c}
+        slices = latest_slices(names, lambda instant: instant in completed or (first_active is not None and instant < first_active),
+                               completions)
         done = {instant for instant, action, state in entries if not state and action == COMMIT}
+        if self.layout2:
+            done |= {instant for instant, action, _ in entries if action == COMPACTION}
         # A pending compaction starts a new slice only in the groups its plan lists, as Hudi's
         # file-system view reads it: a log another group named after it would sit in a slice of
         # its own, without the base, for Java's readers.
@@ -292,8 +445,13 @@ class MetadataTableWriter:
 
     # -- the record_index partition ----------------------------------------------------------
 
+    def record_index_init_instant(self, data_instant: str) -> str:
+        """The record_index bootstrap's instant as of completed data instant `data_instant`:
+        `<data instant>011` at layout 1, the next initialization instant at layout 2."""
+        return self._init_instant() if self.layout2 else f"{data_instant}{RECORD_INDEX_INIT_OFFSET:03d}"
+
     def begin_record_index(self, instant: str) -> None:
-        """Start the record_index bootstrap at `instant` (`<data instant>011`): an earlier
+        """Start the record_index bootstrap at `instant` (`record_index_init_instant`): an earlier
         attempt's files go, then the deltacommit is requested; the tasks write the bases next."""
         self.storage.delete_dir(self._path(RECORD_INDEX))
         self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".requested"), b"")
@@ -309,15 +467,13 @@ class MetadataTableWriter:
             self.storage.write_bytes(self._path(RECORD_INDEX, log_file_name(file_group(shard), instant, 1, WRITE_TOKEN)), empty)
         stats = []
         for written in bases:
-            stat = _log_stat(RECORD_INDEX, parse_hfile_name(written["path"]).file_id,
-                             posixpath.relpath(written["path"], METADATA_TABLE_DIR), written["size"], None, "null", [],
-                             written["entries"])
+            stat = _base_stat(RECORD_INDEX, parse_hfile_name(written["path"]).file_id,
+                              posixpath.relpath(written["path"], METADATA_TABLE_DIR), written["size"], "null",
+                              written["entries"])
             stat.update(numInserts=written["entries"], numUpdateWrites=0)
-            for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
-                stat.pop(key)
             stats.append(stat)
-        body = _commit_json({RECORD_INDEX: stats}, "BULK_INSERT")
-        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), body)
+        body = _commit_body({RECORD_INDEX: stats}, "BULK_INSERT")
+        self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), self._encode(body))
         self._publish(instant, DELTA_COMMIT, body)
 
     def record_index_slices(self) -> Dict[str, Tuple[str, int]]:
@@ -341,10 +497,15 @@ class MetadataTableWriter:
         files_piece = reader.slices(FILES).get(FILES_GROUP)
         if files_piece is None or files_piece.base is None or len(files_piece.logs) < (1 if now else MAX_DELTA_COMMITS):
             return None
-        deltas = [i for i in reader.timeline.completed((DELTA_COMMIT,)) if i > files_piece.base_instant]
-        if not deltas:
-            return None
-        instant = deltas[-1] + COMPACTION_SUFFIX
+        if self.layout2:
+            instant = self._compaction_time(reader.timeline.names)
+            if instant is None:
+                return None
+        else:
+            deltas = [i for i in reader.timeline.completed((DELTA_COMMIT,)) if i > files_piece.base_instant]
+            if not deltas:
+                return None
+            instant = deltas[-1] + COMPACTION_SUFFIX
         # A record_index group without a base yet (none of its keys at the bootstrap) starts at
         # the bootstrap's instant, which its first log names.
         pieces = [(FILES, files_piece)] + [(RECORD_INDEX, piece) for _, piece in sorted(self.latest_slices(RECORD_INDEX).items())
@@ -359,6 +520,20 @@ class MetadataTableWriter:
                                   avro_metadata.encode(COMPACTION_PLAN, plan), TMP_DIR)
         self._compact(reader, instant, pieces)
         return instant
+
+    def _compaction_time(self, names: List[str]) -> Optional[str]:
+        """Layout 2: a compaction's instant, reserved on the data table and later than every
+        time on this timeline: a log whose deltacommit completed at or after it would follow its
+        base though the compaction folded it. None: no time to be had (no `reserve_time`, or a
+        clock behind this timeline's)."""
+        if self.reserve_time is None:
+            return None
+        latest = _latest_time(names) or ""
+        for _ in range(3):  # the same clock as the times listed: at most a millisecond behind
+            instant = self.reserve_time()
+            if instant > latest:
+                return instant
+        return None
 
     def _finish_pending(self, reader: MetadataTableReader, instant: str) -> str:
         plan = avro_metadata.decode(self.storage.read_bytes(self._timeline_path(instant, COMPACTION, ".requested")))
@@ -382,10 +557,8 @@ class MetadataTableWriter:
                 data, count = hfile.write_columns(rows, values, {b"schema": SCHEMA_JSON.encode()}), len(rows)
             name = hfile_name(piece.file_group, WRITE_TOKEN, instant)
             self.storage.write_bytes(self._path(partition, name), data)
-            stat = _log_stat(partition, piece.file_group, posixpath.join(partition, name), len(data), None,
-                             piece.base_instant, [], count)
-            for key in ("logVersion", "logOffset", "baseFile", "logFiles"):
-                stat.pop(key)
+            stat = _base_stat(partition, piece.file_group, posixpath.join(partition, name), len(data), piece.base_instant,
+                              count)
             stat.update(totalLogFilesCompacted=len(piece.logs), totalLogBlocks=len(piece.logs))
             return partition, stat
 
@@ -394,19 +567,24 @@ class MetadataTableWriter:
         with ThreadPoolExecutor(max_workers=2) as pool:
             for partition, stat in pool.map(compact, pieces):
                 stats.setdefault(partition, []).append(stat)
-        self._publish(instant, COMMIT, _commit_json(stats, "COMPACT", compacted=True))
+        self._publish(instant, COMMIT, _commit_body(stats, "COMPACT", compacted=True))
+        completions = MetadataTimeline(self.storage).completions
         for partition, piece in pieces:
-            self._clean_before(partition, piece.file_group, piece.base_instant)
+            self._clean_before(partition, piece.file_group, piece.base_instant, completions)
         files_base = [piece.base_instant for partition, piece in pieces if partition == FILES]
         if files_base:
             self._archive_before(files_base[0])
 
     def _archive_before(self, kept_base_instant: str) -> None:
         """Move the metadata table's instants older than the slice it keeps to its archived
-        timeline (`.hoodie/metadata/.hoodie/archived`, Hudi's archive format), so that its active
-        timeline stays short: their files were cleaned (`_clean_before`), and a reader counts an
-        instant older than the active timeline as completed."""
-        names = self.storage.list_names(TIMELINE_DIR)
+        timeline (`.hoodie/metadata/.hoodie/archived`, Hudi's archive format; at layout 2 its
+        LSM history, those that also completed before it), so that its active timeline stays
+        short: their files were cleaned (`_clean_before`), and a reader counts an instant older
+        than the active timeline as completed."""
+        names = self.storage.list_names(self.timeline_dir)
+        if self.layout2:
+            self._archive_into_history(names, kept_base_instant)
+            return
         old = sorted((parsed, name) for name in names for parsed in [parse(name)]
                      if parsed is not None and parsed[0] < kept_base_instant)
         completed = [(Instant(instant, action, COMPLETED), self.storage.read_text(posixpath.join(TIMELINE_DIR, name)))
@@ -419,9 +597,38 @@ class MetadataTableWriter:
             if instant <= last:
                 self.storage.delete_file(posixpath.join(TIMELINE_DIR, name))
 
-    def _clean_before(self, partition: str, group: str, kept_base_instant: str) -> None:
+    def _archive_into_history(self, names: List[str], kept_base_instant: str) -> None:
+        """Layout 2: the completed instants requested and completed before `kept_base_instant`
+        into one new file of the LSM history (a compaction with its plan), as Hudi 1.x's archiver
+        writes them; then their files leave the timeline, completed ones last."""
+        by_instant: Dict[Tuple[str, str], Dict[str, str]] = {}
+        for name in names:
+            parsed = parse(name)
+            if parsed is not None:
+                action = COMMIT if parsed[1] == COMPACTION else parsed[1]
+                by_instant.setdefault((parsed[0], action), {})[parsed[2] or "done"] = name
+        old = {key: states for key, states in by_instant.items()
+               if "done" in states and key[0] < kept_base_instant and completion_time(states["done"]) < kept_base_instant}
+        if not old:
+            return
+        entries = []
+        for (instant, action), states in sorted(old.items()):
+            plan = (self.storage.read_bytes(posixpath.join(self.timeline_dir, states[".requested"]))
+                    if action == COMMIT and ".requested" in states else None)
+            body = self.storage.read_bytes(posixpath.join(self.timeline_dir, states["done"]))
+            entries.append(lsm_history.HistoryEntry(instant, completion_time(states["done"]), action, body or None, plan or None))
+        lsm_history.write_history(self.storage, HISTORY_DIR, entries)
+        lsm_history.compact_history(self.storage, HISTORY_DIR)
+        for states in old.values():
+            for state in (".requested", ".inflight", "done"):
+                if state in states:
+                    self.storage.delete_file(posixpath.join(self.timeline_dir, states[state]))
+
+    def _clean_before(self, partition: str, group: str, kept_base_instant: str, completions: Dict[str, str]) -> None:
         """Delete the slices of `group` older than `kept_base_instant` (the previous base is
-        kept, so a reader that listed before the compaction still finds its files)."""
+        kept, so a reader that listed before the compaction still finds its files). At layout 2
+        a log is in an older slice when its deltacommit completed before that base (one whose
+        completion is not known is left)."""
         folder = self._path(partition)
         for name in self.storage.list_names(folder):
             base = parse_hfile_name(name)
@@ -429,6 +636,6 @@ class MetadataTableWriter:
             parsed = base or log
             if parsed is None or parsed.file_id != group:
                 continue
-            instant = base.instant if base else log.base_instant
-            if instant < kept_base_instant:
+            instant = base.instant if base else (completions.get(log.base_instant) if self.layout2 else log.base_instant)
+            if instant is not None and instant < kept_base_instant:
                 self.storage.delete_file(posixpath.join(folder, name))

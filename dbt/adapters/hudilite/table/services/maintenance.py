@@ -35,7 +35,7 @@ from ..storage.layout import (HOODIE_DIR, LAST_SWEEP, MARKERS_DIR, PROPERTIES_FI
 from ..metadata.table import MetadataTable
 from ..storage.lock import TableLock
 from .savepoint import clean_of, drop_savepoint, savepointed_files, unfinished_savepoints
-from ..transaction import Writers, marked_files, writers_now
+from ..transaction import Writers, marked_files, reserve_service_time, writers_now
 
 logger = logging.getLogger("hudilite")
 from .validation import check_table, files_outside_hoodie
@@ -185,7 +185,7 @@ def archive(ctx: TableContext, keep_min_commits: int, keep_max_commits: int) -> 
         except ConcurrentWriteError:
             pass  # a write completed meanwhile; archival goes as far as the index base allows
         with TableLock(ctx.storage):
-            MetadataTable(ctx.storage).compact_now()
+            MetadataTable(ctx.storage, lambda: reserve_service_time(ctx.timeline, "compaction")).compact_now()
         chosen = _archive(ctx, keep_min_commits, keep_max_commits, wait_for_index=False)[0]
     return chosen
 
