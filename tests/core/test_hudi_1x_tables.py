@@ -37,6 +37,21 @@ def _files(path):
                   for d, _, names in os.walk(path) for n in names)
 
 
+def assert_metadata_table_in_step(table, instants, version):
+    """The table's metadata table is at its version, in Hudi 1.x's layout, with a completed
+    deltacommit (`<T>_<C>.deltacommit`) for each of `instants`; `validate()` then compares what
+    its `files` partition lists with storage."""
+    from dbt.adapters.hudilite.table.format.properties import loads
+
+    metadata = os.path.join(table.path, ".hoodie", "metadata", ".hoodie")
+    assert loads(open(os.path.join(metadata, "hoodie.properties")).read())["hoodie.table.version"] == str(version)
+    names = os.listdir(os.path.join(metadata, "timeline"))
+    for instant in instants:
+        assert [n for n in names if n.startswith(instant + "_") and n.endswith(".deltacommit")], instant
+    listed = loads(open(os.path.join(table.path, ".hoodie", "hoodie.properties")).read())
+    assert "files" in listed["hoodie.table.metadata.partitions"].split(",")
+
+
 def test_the_fixtures_are_here():
     assert sorted(f[:-4] for f in os.listdir(FIXTURES) if f.endswith(".zip")) == sorted(
         list(WRITTEN) + ["v8_empty", "v8_archived_history"])
@@ -130,6 +145,7 @@ def test_our_writes_continue_a_hudi_1x_table_at_its_version(spark, tmp_path, nam
     table.insert_overwrite(table.read().drop(*META_COLUMNS).where(F.col(partition) == first.first()[partition]))
     overwrite = [i for i in table.timeline() if i.is_completed][-1]
     assert overwrite.action == "replacecommit" and overwrite.completion_time
+    assert_metadata_table_in_step(table, [i.timestamp for i in done + [overwrite]], version)
     assert_hudi_rs_agrees(table)
     assert table.validate() == []
 
@@ -158,6 +174,9 @@ def test_a_table_we_create_at_version_8_or_9_has_hudis_properties_and_reads_as_h
     assert reopened.config.table_version == version and reopened.config.precombine_field == "ts"
     assert sorted((r.id, r.v) for r in reopened.read().collect()) == [(1, "a2"), (3, "c")]
     assert all(i.completion_time for i in reopened.timeline())
+    assert_metadata_table_in_step(reopened, [i.timestamp for i in reopened.timeline()], version)
+    assert "record_index" in loads(open(os.path.join(table.path, ".hoodie", "hoodie.properties")).read())[
+        "hoodie.table.metadata.partitions"]
     assert_hudi_rs_agrees(reopened)
     assert reopened.validate() == []
 
@@ -194,6 +213,9 @@ def test_archival_at_version_9_writes_the_lsm_history_hudi_reads(spark, tmp_path
     assert any(e.action == "clean" for e in history.values())
     reopened = HudiTable.open(spark, table.path)
     assert reopened.context.timeline.archived().through == max(archived)
+    compactions = [n for n in os.listdir(os.path.join(table.path, ".hoodie", "metadata", ".hoodie", "timeline"))
+                   if n.endswith(".commit")]
+    assert compactions, "archival compacts the metadata table first (as Hudi's archiver waits for it)"
     assert sorted(tuple(r) for r in reopened.read().drop(*META_COLUMNS).collect()) == before
     assert reopened.validate() == []
     assert_hudi_rs_agrees(reopened)

@@ -3,8 +3,6 @@ timeline written by hand: Hudi 1.x's names (`<T>_<C>.deltacommit`, initializatio
 `00000000000000000`, one log per deltacommit named after it), Avro metadata, slices by
 completion time, compactions at reserved times, archival into the LSM history."""
 
-import itertools
-
 from dbt.adapters.hudilite.table.format import avro_metadata, lsm_history
 from dbt.adapters.hudilite.table.format import properties as props
 from dbt.adapters.hudilite.table.format.instant import next_instant_time
@@ -17,7 +15,6 @@ from dbt.adapters.hudilite.table.metadata.writer import (FILES_GROUP, MAX_DELTA_
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
 
 T = [f"202611280800{i:05d}" for i in range(60)]  # 17-digit instant times, ascending
-COMPLETION = itertools.count(1)
 
 
 def reader(storage):
@@ -32,8 +29,8 @@ def data_instant(tmp_path, instant, state):
     (timeline / f"{instant}.commit.requested").write_text("")
     if state != "requested":
         (timeline / f"{instant}.inflight").write_text("")
-    if state == "completed":
-        (timeline / f"{instant}_{'20991231000000' + format(next(COMPLETION), '03d')}.commit").write_bytes(b"")
+    if state == "completed":  # completed now
+        (timeline / f"{instant}_{next_instant_time(None)}.commit").write_bytes(b"")
 
 
 def mdt_timeline(tmp_path):
@@ -137,8 +134,7 @@ def test_data_archival_waits_for_the_deltacommits_a_compaction_folded(tmp_path):
     assert table.archivable_through() == ""  # no compaction yet: no data instant may go
     data_instant(tmp_path, T[2], "inflight")
     assert table.compact_now() is None  # not while a write is in flight
-    done = tmp_path / ".hoodie" / "timeline" / f"{T[2]}_20991231000000999.commit"
-    done.write_bytes(b"")
+    data_instant(tmp_path, T[2], "completed")
     table.writer.deltacommit(T[2], files_records({"d1": {"c": 30}}, {}, ["d1"]))
     assert table.compact_now() > T[2]
     assert table.archivable_through() == T[2]

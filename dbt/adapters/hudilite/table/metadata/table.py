@@ -31,7 +31,7 @@ from ..storage.layout import METADATA_TABLE_DIR, PARTITION_METADATA, PROPERTIES_
 from ..errors import ConcurrentWriteError
 from . import record_index
 from .reader import DATA_INSTANT_DIGITS, FILES, HFILE_DATA_BLOCK, RECORD_INDEX, MetadataTableReader, deleted_keys
-from .timeline import COMMIT, DELTA_COMMIT, is_init_instant, parse
+from .timeline import COMMIT, DELTA_COMMIT, completion_time, parse
 from .writer import MAX_DELTA_COMMITS, WRITE_TOKEN, MetadataTableWriter, files_records
 
 logger = logging.getLogger("hudilite")
@@ -243,13 +243,13 @@ class MetadataTable:
             return ""
         if not self.writer.layout2:
             return compactions[-1][:DATA_INSTANT_DIGITS]
-        # Layout 2: a deltacommit was folded when it completed before the compaction was requested.
-        done, through = set(timeline.completed((DELTA_COMMIT,))), ""
-        for instant in sorted({i for i, a, _ in timeline.entries if a == DELTA_COMMIT and not is_init_instant(i)}):
-            if instant not in done or timeline.completions.get(instant, compactions[-1]) >= compactions[-1]:
-                break
-            through = instant
-        return through
+        # Layout 2, as Hudi 1.x's archiver: the data instants requested before the first one that
+        # completed after the latest compaction was requested (a data instant's deltacommit
+        # completes before it does: all of theirs were folded).
+        completions = {parsed[0]: done for name in data_timeline(self.storage).file_names()
+                       for parsed, done in [(parse(name), completion_time(name))] if parsed is not None and done}
+        later = [instant for instant, done in completions.items() if done >= compactions[-1]]
+        return max((i for i in completions if not later or i < min(later)), default="")
 
     def compact_now(self) -> Optional[str]:
         """Compact `files` whatever its log count (for archival), when no data write is in flight."""

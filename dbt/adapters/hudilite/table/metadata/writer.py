@@ -51,7 +51,7 @@ from .reader import (DATA_INSTANT_DIGITS, DELETE_BLOCK, FILES, HFILE_DATA_BLOCK,
                      delete_block_content, latest_slices)
 from .record_index import INIT_OFFSET as RECORD_INDEX_INIT_OFFSET, file_group
 from .timeline import (COMMIT, COMPACTION, DELTA_COMMIT, HISTORY_DIR, INIT_PREFIX, LAYOUT_2_TIMELINE_DIR, TIMELINE_DIR,
-                       MetadataTimeline, completion_time, is_init_instant, parse)
+                       MetadataTimeline, completion_time, parse)
 
 ARCHIVED_DIR = posixpath.join(TIMELINE_DIR, "archived")
 
@@ -353,17 +353,16 @@ class MetadataTableWriter:
         earlier attempt's of this instant: replaced). Returns how many deltacommits completed
         since the latest compaction, this one included."""
         name = log_file_name(FILES_GROUP, instant, 1, WRITE_TOKEN)
-        entries = [p for p in map(parse, names) if p is not None]
-        compactions = [i for i, a, s in entries if a == COMMIT and not s]
-        base = max(compactions, default=min((i for i, _, _ in entries if is_init_instant(i)), default=INIT_PREFIX + "000"))
-        stats[FILES] = [_log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), None, base, [name], count)]
+        compacted_at = max((p[0] for p in map(parse, names) if p is not None and p[1] == COMMIT and not p[2]), default="")
+        # As Hudi 1.x: a log's previous commit is its own deltacommit, its base not named.
+        stats[FILES] = [_log_stat(FILES, FILES_GROUP, posixpath.join(FILES, name), len(data), None, instant, [name], count)]
         body = _commit_body(stats, "UPSERT_PREPPED")
         self.storage.write_bytes(self._timeline_path(instant, DELTA_COMMIT, ".inflight"), self._encode(body))
         if on_file is not None:
             on_file(self._path(FILES, name))
         self.storage.write_atomic(self._path(FILES, name), data, TMP_DIR)
         self._publish(instant, DELTA_COMMIT, body, names + [f"{instant}.{DELTA_COMMIT}.requested"])
-        since = [n for n in names if (completion_time(n) or "") > base and parse(n)[1] == DELTA_COMMIT]
+        since = [n for n in names if (completion_time(n) or "") > compacted_at and parse(n)[1] == DELTA_COMMIT]
         return len(since) + 1
 
     def recorded_files_slice(self, timeline: List[str], writing: str) -> Optional[FileSlice]:
