@@ -53,6 +53,19 @@ def agree(table: HudiTable, hudi_spark, step: str) -> list:
     return plain_rows(ours.drop(*[c for c in ours.columns if c.startswith("_hoodie")]).collect(), ["id", "region", "ts", "v"])
 
 
+def metadata_instants(path: str) -> set:
+    """The completed instants of the table's metadata table: its active timeline's and (layout 2)
+    its LSM history's. A writer that built the metadata table again would leave none of the
+    earlier ones."""
+    from dbt.adapters.hudilite.table.format import lsm_history
+    from dbt.adapters.hudilite.table.metadata.timeline import HISTORY_DIR, MetadataTimeline
+    from dbt.adapters.hudilite.table.storage.filesystem import Storage
+
+    storage = Storage(path)
+    return ({i for i, _, state in MetadataTimeline(storage).entries if not state}
+            | {e.instant for e in lsm_history.read_history(storage, HISTORY_DIR)})
+
+
 def _data(rows):
     return sorted(({"id": i, "region": r, "ts": t, "v": v} for i, r, t, v in rows), key=repr)
 
@@ -129,21 +142,28 @@ def test_a_table_hudi_wrote_at_its_defaults_is_continued_with_its_metadata_table
     assert {r["id"]: r["v"] for r in rows}[4] == "ours-4" and len(rows) == 10
 
 
-def test_a_table_hudi_made_with_its_record_index_is_continued_through_it(spark, hudi_spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("at_its_version", [False, True], ids=["version-6", "its-version"])
+def test_a_table_hudi_made_with_its_record_index_is_continued_through_it(spark, hudi_spark, tmp_path, monkeypatch,
+                                                                          at_its_version):
     """Hudi's writer made the table with its record index on: we keep that index with our
     writes (validate checks it key by key), Hudi's next upsert finds the keys we inserted
     through it (a miss would store a key twice), and we take the keys Hudi's commits added
-    from it, without building our index again from the table."""
+    from it, without building our index again from the table. At version 6, and at the
+    version the release writes without the version settings (0.15: 6, 1.0.2: 8, 1.1.1: 9; the
+    metadata table then in Hudi 1.x's layout)."""
     path = str(tmp_path / "java_rli")
     options = {
         "hoodie.table.name": "accounts", "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "region", "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.operation": "upsert", "hoodie.write.table.version": "6",
-        "hoodie.write.auto.upgrade": "false", "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.datasource.write.operation": "upsert", "hoodie.index.type": "RECORD_INDEX",
         "hoodie.metadata.record.index.enable": "true",
     }
+    if not at_its_version:
+        options.update({"hoodie.write.table.version": "6", "hoodie.write.auto.upgrade": "false"})
     hudi_spark.write(path, [{"id": i, "region": "eu" if i % 2 else "us", "ts": 1, "v": "java"} for i in range(1, 7)],
                      SCHEMA, options)
+    assert HudiTable.open(spark, path).config.table_version == (
+        {"0.15.0": 6, "1.0.2": 8, "1.1.1": 9}[hudi_spark.version] if at_its_version else 6)
     listed = [line for line in (tmp_path / "java_rli" / ".hoodie" / "hoodie.properties").read_text().splitlines()
               if line.startswith("hoodie.table.metadata.partitions=")]
     assert "record_index" in listed[0].split("=")[1].split(","), listed  # 1.x lists column_stats too
@@ -248,8 +268,11 @@ def test_hudi_at_its_pure_defaults_and_ours_take_turns_on_the_table_it_made(spar
     assert table.cluster() is not None
     step(table, "our clustering")
     assert HudiTable.open(spark, path).config.table_version == version
+    ours = metadata_instants(path)
+    assert {i.timestamp for i in table.timeline() if i.is_completed} - ours == set()  # each in the metadata table
     table = java("upsert", upserted([(21, "eu", 3, "java-21"), (40, "us", 1, "java-40")]))
     step(table, "Hudi's upsert after ours")
+    assert ours <= metadata_instants(path), "Hudi's writer built the metadata table again instead of continuing ours"
     table = java("insert", upserted([(41, "eu", 1, "java-41")]))
     step(table, "Hudi's insert")
     hudi_spark.write(path, [{"id": 30, "region": "us", "ts": 9, "v": "x"}], SCHEMA,
@@ -294,7 +317,9 @@ def test_hudi_at_its_pure_defaults_continues_a_table_we_created_at_its_version(s
                              dict(options, **{"hoodie.datasource.write.operation": operation}))
             return HudiTable.open(spark, path)
 
+        ours = metadata_instants(path)
         table = java("upsert", [(1, "eu", 2, "java-1"), (4, "eu", 1, "java-4")])
+        assert ours <= metadata_instants(path), "Hudi's writer built the metadata table again instead of continuing ours"
         after = 9 if hudi_spark.version.startswith("1.1") else version
         assert table.config.table_version == after
         assert agree(table, hudi_spark, f"Hudi's upsert on our table at {version}") == _data(
