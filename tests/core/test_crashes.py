@@ -45,13 +45,12 @@ DEFAULT_CASES = {("append", "requested"), ("insert_overwrite", "archive"), ("tab
 CASES = [pytest.param(operation, phase, 6, id=f"{operation}-{phase}",
                       marks=() if (operation, phase) in DEFAULT_CASES else pytest.mark.crash)
          for operation in OPERATIONS for phase in PHASES]
-# At table version 9 (timeline layout 2: the completion time taken and published under the lock),
-# the phases a write reaches there (no metadata table or archival of ours yet).
-V9_PHASES = ("requested", "task", "before_publish", "after_publish", "clean")
-V9_DEFAULT_CASES = {("merge", "before_publish"), ("cluster", "after_publish")}  # the rest: -m crash
+# At table version 9 (timeline layout 2: completion times taken and published under the lock, the
+# metadata table's deltacommit named by its completion time, its compaction at a reserved time).
+V9_DEFAULT_CASES = {("merge", "metadata_deltacommit"), ("cluster", "after_publish")}  # the rest: -m crash
 CASES += [pytest.param(operation, phase, 9, id=f"v9-{operation}-{phase}",
                        marks=() if (operation, phase) in V9_DEFAULT_CASES else pytest.mark.crash)
-          for operation in OPERATIONS for phase in V9_PHASES]
+          for operation in OPERATIONS for phase in PHASES]
 
 
 # Killed writers running side by side: each is a Spark start-up, mostly waiting on one core.
