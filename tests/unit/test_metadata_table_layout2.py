@@ -163,3 +163,59 @@ def test_record_index_logs_are_named_after_their_instant_and_its_bootstrap_takes
     paths = record_index.log_paths(T[2], {}, 2, own_log=True)
     assert [p.rsplit("/", 1)[1].rsplit("_", 1)[0] for p in paths] == [
         f".record-index-0000-0_{T[2]}.log.1", f".record-index-0001-0_{T[2]}.log.1"]
+
+
+def test_archived_instants_are_valid_and_a_dead_bootstrap_holds_back_neither_reads_nor_a_new_bootstrap(tmp_path):
+    from dbt.adapters.hudilite.table.metadata.reader import Validity
+
+    # An archived compaction at layout 2 has a time like a data instant's: older than the oldest
+    # completed active instant, it is valid whatever the data table holds.
+    valid = Validity(frozenset({T[20]}), frozenset({"00000000000000001"}), T[20], frozenset(), T[25])
+    assert valid(T[10]) and not valid("00000000000000001") and not valid(T[30])
+    storage, writer = new_table(tmp_path, now)
+    timeline = tmp_path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    (timeline / "00000000000000001.deltacommit.requested").write_text("")  # a record_index bootstrap that died
+    for i in range(1, 2 * MAX_DELTA_COMMITS + 1):
+        data_instant(tmp_path, T[i], "completed")
+        writer.deltacommit(T[i], files_records({"d1": {f"f{i}": i}}, {}, ["d1"]))
+        writer.compact_if_due(reader(storage), data_in_flight=False)
+    # Nothing archived past the pending instant (the files' bootstrap before it went); every file still listed.
+    assert [e.instant for e in lsm_history.read_history(storage, HISTORY_DIR)] == ["00000000000000000"]
+    assert reader(storage).files() == {"d1": {"a_1-0-0_x.parquet": 10, **{f"f{i}": i for i in range(1, 2 * MAX_DELTA_COMMITS + 1)}}}
+    # The next bootstrap removes the dead one's files first, then takes the first free instant
+    # (the archived one, as Hudi takes it).
+    assert writer.record_index_init_instant(T[30]) == "00000000000000000"
+    assert "00000000000000001.deltacommit.requested" not in mdt_timeline(tmp_path)
+
+
+def test_an_archived_initialization_instant_is_taken_again_as_hudi_does(tmp_path):
+    storage, writer = new_table(tmp_path, now)
+    for i in range(1, 2 * MAX_DELTA_COMMITS + 1):
+        data_instant(tmp_path, T[i], "completed")
+        writer.deltacommit(T[i], files_records({"d1": {f"f{i}": i}}, {}, ["d1"]))
+        writer.compact_if_due(reader(storage), data_in_flight=False)
+    assert "00000000000000000" in {e.instant for e in lsm_history.read_history(storage, HISTORY_DIR)}
+    assert writer.record_index_init_instant(T[30]) == "00000000000000000"
+
+
+def test_a_pending_compaction_over_partitions_we_do_not_keep_is_finished_for_ours(tmp_path):
+    from dbt.adapters.hudilite.table.metadata.writer import COMPACTION_PLAN
+
+    storage, writer = new_table(tmp_path, now)
+    data_instant(tmp_path, T[1], "completed")
+    writer.deltacommit(T[1], files_records({"d1": {"b": 20}}, {}, ["d1"]))
+    log = f".{FILES_GROUP}_{T[1]}.log.1_0-0-0"
+    plan = {"operations": [
+        {"baseInstantTime": "00000000000000000", "deltaFilePaths": [log], "fileId": FILES_GROUP,
+         "dataFilePath": f"{FILES_GROUP}_0-0-0_00000000000000000.hfile", "partitionPath": FILES, "metrics": None,
+         "bootstrapFilePath": None},
+        {"baseInstantTime": "00000000000000001", "deltaFilePaths": [".col-stats-0000-0_x.log.1_0-0-0"],
+         "fileId": "col-stats-0000-0", "dataFilePath": None, "partitionPath": "column_stats", "metrics": None,
+         "bootstrapFilePath": None}]}
+    compaction = now()
+    timeline = tmp_path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    (timeline / f"{compaction}.compaction.requested").write_bytes(avro_metadata.encode(COMPACTION_PLAN, plan))
+    assert writer.compact_if_due(reader(storage), data_in_flight=False) == compaction
+    done = [n for n in mdt_timeline(tmp_path) if n.startswith(compaction + "_")]
+    assert done and list(avro_metadata.decode((timeline / done[0]).read_bytes())["partitionToWriteStats"]) == [FILES]
+    assert reader(storage).files() == {"d1": {"a_1-0-0_x.parquet": 10, "b": 20}}

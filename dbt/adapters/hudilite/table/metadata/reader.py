@@ -31,7 +31,7 @@ from ..format import hfile, log_format, metadata_record
 from ..format.file_group import parse_log_file_name, parse_hfile_name
 from ..storage.filesystem import Storage
 from ..storage.layout import METADATA_TABLE_DIR
-from .timeline import MetadataTimeline
+from .timeline import MetadataTimeline, archived_completions
 
 FILES = "files"
 RECORD_INDEX = "record_index"
@@ -89,10 +89,13 @@ class FileSlice:
 
 
 def latest_slices(names: Iterable[str], valid: Callable[[str], bool],
-                  completions: Optional[Dict[str, str]] = None) -> Dict[str, FileSlice]:
+                  completions: Optional[Dict[str, str]] = None,
+                  archived: Optional[Callable[[], Dict[str, str]]] = None) -> Dict[str, FileSlice]:
     """Each file group's latest slice among the file names of one metadata-table partition.
-    `completions`: the completion time of each completed instant of a layout 2 timeline."""
-    completions = completions or {}
+    `completions`: the completion time of each completed instant of a layout 2 timeline;
+    `archived()`: those of its archived instants, asked for a log of one no longer active."""
+    completions = dict(completions or {})
+    history: List[Dict[str, str]] = []
     bases: Dict[str, List[Tuple[str, str]]] = {}
     logs: Dict[str, List[Tuple[str, int, str, str]]] = {}
     for name in names:
@@ -106,7 +109,12 @@ def latest_slices(names: Iterable[str], valid: Callable[[str], bool],
             # Layout 2 names a log after the deltacommit that wrote it, and it follows the newest
             # base requested before that deltacommit completed (a compaction that started later
             # did not take it in); layout 1 names it after its base.
-            at = completions.get(log.base_instant, log.base_instant)
+            at = completions.get(log.base_instant)
+            if at is None and archived is not None and completions and log.base_instant < min(completions):
+                if not history:
+                    history.append(archived())
+                at = history[0].get(log.base_instant)
+            at = at or log.base_instant
             logs.setdefault(log.file_id, []).append((at, log.base_instant, log.version, log.write_token, name))
     slices = {}
     for group in sorted(set(bases) | set(logs)):
@@ -131,8 +139,8 @@ class Validity:
     """Which instants of the metadata table a reader takes (see the module's docstring): plain
     sets, so that executors reading file groups apply the driver's judgement unchanged."""
     completed: FrozenSet[str]  # on the metadata table's timeline
-    rolled_back: FrozenSet[str]
-    first_active: Optional[str]  # the metadata table's oldest active instant
+    rolled_back: FrozenSet[str]  # and instants still pending there
+    first_active: Optional[str]  # the metadata table's oldest completed active instant
     data_completed: FrozenSet[str]
     data_first_active: Optional[str]
     own: FrozenSet[str] = frozenset()  # the metadata table's own instants (`MetadataTimeline.own_instants`)
@@ -142,7 +150,9 @@ class Validity:
         archived = self.first_active is not None and instant < self.first_active
         if (instant not in self.completed and not archived) or instant in self.rolled_back:
             return False
-        if len(instant) != DATA_INSTANT_DIGITS or instant in self.own:
+        # Archived there: a compaction's (at layout 2 a time like a data instant's), or a
+        # deltacommit folded into a base before it was archived.
+        if archived or len(instant) != DATA_INSTANT_DIGITS or instant in self.own:
             return True  # the metadata table's own (a compaction: `<T>001`, or a new time at layout 2)
         return instant in self.data_completed or (self.data_first_active is not None and instant < self.data_first_active)
 
@@ -162,9 +172,11 @@ class MetadataTableReader:
         """`data_completed`: the data table's completed active instants; `data_first_active`:
         its oldest active instant, any state (older ones are archived)."""
         timeline = MetadataTimeline(storage)
-        # Instants older than the metadata table's active timeline were archived there: completed.
-        valid = Validity(frozenset(timeline.completed_instants()), frozenset(timeline.rolled_back()),
-                         timeline.entries[0][0] if timeline.entries else None, frozenset(data_completed), data_first_active,
+        # Instants older than the metadata table's completed active ones were archived there:
+        # completed (an older one still pending, a dead bootstrap's, is not).
+        completed = timeline.completed_instants()
+        valid = Validity(frozenset(completed), frozenset(timeline.rolled_back() | set(timeline.pending())),
+                         min(completed, default=None), frozenset(data_completed), data_first_active,
                          frozenset(timeline.own_instants()), timeline.completions)
         return cls(storage, valid, timeline)
 
@@ -172,7 +184,8 @@ class MetadataTableReader:
         return posixpath.join(METADATA_TABLE_DIR, partition)
 
     def slices(self, partition: str) -> Dict[str, FileSlice]:
-        return latest_slices(self.storage.list_names(self._partition_dir(partition)), self.valid, self.valid.completions)
+        return latest_slices(self.storage.list_names(self._partition_dir(partition)), self.valid, self.valid.completions,
+                             lambda: archived_completions(self.storage))
 
     def records(self, partition: str, keys: Optional[Set[str]] = None,
                 file_groups: Optional[Iterable[str]] = None, pieces: Optional[Dict[str, FileSlice]] = None) -> Dict[str, dict]:

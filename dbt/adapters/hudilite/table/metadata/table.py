@@ -143,8 +143,11 @@ class MetadataTable:
         if self._take_off_unkept(text, listed):
             text, listed = self._properties()
         if FILES not in listed_partitions(listed) or not self.writer.exists() or not self.writer.same_version():
+            if self.writer.exists() and not self.writer.same_version():
+                self.drop(keep_dropped=False)  # unlisted before it goes: no reader takes one half rebuilt
             self.bootstrap()  # none, listed but not there, or left at another table version
             text, listed = self._properties()
+            record_index_logs = None  # any this write wrote went with the partition they were in
         if RECORD_INDEX in listed_partitions(listed) and record_index_logs is None and keyed_write and _keyed(listed):
             raise ConcurrentWriteError(
                 f"table at {self.storage.base_path}: the record index of Hudi's metadata table was built while "

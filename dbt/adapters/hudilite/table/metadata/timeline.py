@@ -56,6 +56,15 @@ def instant_files(storage: Storage, path: str) -> List[str]:
     return done + [path + ".inflight", path + ".requested"]
 
 
+def archived_completions(storage: Storage) -> Dict[str, str]:
+    """Layout 2: when each instant of the metadata table's LSM history completed (read only when
+    a log of an archived deltacommit is still there: Hudi's cleaner keeps old slices longer than
+    its archiver keeps their instants)."""
+    from ..format import lsm_history  # the history's reader: parquet, wanted on this rare path only
+
+    return {e.instant: e.completion for e in lsm_history.read_history(storage, HISTORY_DIR) if e.completion}
+
+
 def is_init_instant(instant: str) -> bool:
     """A layout 2 partition initialization's instant (`INIT_PREFIX` and an offset)."""
     return instant.startswith(INIT_PREFIX)

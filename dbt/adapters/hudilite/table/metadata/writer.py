@@ -51,7 +51,7 @@ from .reader import (DATA_INSTANT_DIGITS, DELETE_BLOCK, FILES, HFILE_DATA_BLOCK,
                      delete_block_content, latest_slices)
 from .record_index import INIT_OFFSET as RECORD_INDEX_INIT_OFFSET, file_group
 from .timeline import (COMMIT, COMPACTION, DELTA_COMMIT, HISTORY_DIR, INIT_PREFIX, LAYOUT_2_TIMELINE_DIR, TIMELINE_DIR,
-                       MetadataTimeline, completion_time, parse)
+                       MetadataTimeline, archived_completions, completion_time, is_init_instant, parse)
 
 ARCHIVED_DIR = posixpath.join(TIMELINE_DIR, "archived")
 
@@ -256,7 +256,10 @@ class MetadataTableWriter:
         return self.storage.is_file(PROPERTIES)
 
     def same_version(self) -> bool:
-        """Whether the metadata table is at the data table's version (as Hudi upgrades both)."""
+        """Whether the metadata table is at the data table's version (as Hudi upgrades both). A
+        version 6 table's is taken as it is (no read more per commit)."""
+        if not self.layout2:
+            return True
         try:
             listed = props.loads(self.storage.read_state(PROPERTIES))
         except FileNotFoundError:
@@ -265,17 +268,18 @@ class MetadataTableWriter:
 
     # -- bootstrap ---------------------------------------------------------------------------
 
-    def _init_instant(self) -> str:
+    def _init_instant(self, names: Optional[List[str]] = None) -> str:
         """The instant of a partition's initialization: at layout 1 `INIT_INSTANT`; at layout 2
-        the first of `00000000000000000` and on that neither the timeline nor its history holds,
-        as Hudi 1.x takes it."""
+        the first of `00000000000000000` and on that the active timeline does not hold, as Hudi
+        1.x takes it (one archived may be taken again: an archived instant's blocks are read only
+        in a base, and a base at that instant was compacted away before it was archived)."""
         if not self.layout2:
             return INIT_INSTANT
-        used = {parsed[0] for parsed in map(parse, self.storage.list_names(self.timeline_dir)) if parsed is not None}
-        ranges = [r for r in map(lsm_history.data_file_range, self.storage.list_names(HISTORY_DIR)) if r is not None]
+        names = self.storage.list_names(self.timeline_dir) if names is None else names
+        used = {parsed[0] for parsed in map(parse, names) if parsed is not None}
         for offset in range(1000):
             instant = f"{INIT_PREFIX}{offset:03d}"
-            if instant not in used and not any(first <= instant <= last for first, last, _ in ranges):
+            if instant not in used:
                 return instant
         raise CorruptTableError(f"{self.storage.base_path}: the metadata table has no initialization instant left")
 
@@ -412,7 +416,7 @@ class MetadataTableWriter:
         first_active = min((instant for instant, _, _ in entries), default=None)
         completions = {p[0]: c for p, c in zip(map(parse, timeline), map(completion_time, timeline)) if p and c}
         slices = latest_slices(names, lambda instant: instant in completed or (first_active is not None and instant < first_active),
-                               completions)
+                               completions, lambda: archived_completions(self.storage))
         done = {instant for instant, action, state in entries if not state and action == COMMIT}
         if self.layout2:
             done |= {instant for instant, action, _ in entries if action == COMPACTION}
@@ -446,8 +450,17 @@ class MetadataTableWriter:
 
     def record_index_init_instant(self, data_instant: str) -> str:
         """The record_index bootstrap's instant as of completed data instant `data_instant`:
-        `<data instant>011` at layout 1, the next initialization instant at layout 2."""
-        return self._init_instant() if self.layout2 else f"{data_instant}{RECORD_INDEX_INIT_OFFSET:03d}"
+        `<data instant>011` at layout 1; at layout 2 the next initialization instant, once the
+        pending files of a bootstrap that died are gone (under the table lock: nobody else's)."""
+        if not self.layout2:
+            return f"{data_instant}{RECORD_INDEX_INIT_OFFSET:03d}"
+        names = self.storage.list_names(self.timeline_dir)
+        done = {parsed[:2] for parsed in map(parse, names) if parsed is not None and not parsed[2]}
+        for name in names:
+            parsed = parse(name)
+            if parsed is not None and parsed[2] and is_init_instant(parsed[0]) and parsed[:2] not in done:
+                self.storage.delete_file(posixpath.join(self.timeline_dir, name))
+        return self._init_instant()
 
     def begin_record_index(self, instant: str) -> None:
         """Start the record_index bootstrap at `instant` (`record_index_init_instant`): an earlier
@@ -538,7 +551,8 @@ class MetadataTableWriter:
         plan = avro_metadata.decode(self.storage.read_bytes(self._timeline_path(instant, COMPACTION, ".requested")))
         pieces = [(op["partitionPath"], FileSlice(op["fileId"], op["dataFilePath"] and posixpath.basename(op["dataFilePath"]),
                                                   op["baseInstantTime"], [posixpath.basename(p) for p in op["deltaFilePaths"] or []]))
-                  for op in plan["operations"] or []]
+                  for op in plan["operations"] or []
+                  if op["partitionPath"] in (FILES, RECORD_INDEX)]  # another writer's partitions are taken off
         self._compact(reader, instant, pieces)
         return instant
 
@@ -599,15 +613,19 @@ class MetadataTableWriter:
     def _archive_into_history(self, names: List[str], kept_base_instant: str) -> None:
         """Layout 2: the completed instants requested and completed before `kept_base_instant`
         into one new file of the LSM history (a compaction with its plan), as Hudi 1.x's archiver
-        writes them; then their files leave the timeline, completed ones last."""
+        writes them, none past an instant still pending (a reader counts what is older than the
+        active timeline's completed instants as archived); then their files leave the timeline,
+        completed ones last."""
         by_instant: Dict[Tuple[str, str], Dict[str, str]] = {}
         for name in names:
             parsed = parse(name)
             if parsed is not None:
                 action = COMMIT if parsed[1] == COMPACTION else parsed[1]
                 by_instant.setdefault((parsed[0], action), {})[parsed[2] or "done"] = name
+        pending = min((key[0] for key, states in by_instant.items() if "done" not in states), default=None)
         old = {key: states for key, states in by_instant.items()
-               if "done" in states and key[0] < kept_base_instant and completion_time(states["done"]) < kept_base_instant}
+               if "done" in states and key[0] < kept_base_instant and completion_time(states["done"]) < kept_base_instant
+               and (pending is None or key[0] < pending)}
         if not old:
             return
         entries = []
@@ -618,7 +636,9 @@ class MetadataTableWriter:
             entries.append(lsm_history.HistoryEntry(instant, completion_time(states["done"]), action, body or None, plan or None))
         lsm_history.write_history(self.storage, HISTORY_DIR, entries)
         lsm_history.compact_history(self.storage, HISTORY_DIR)
-        for states in old.values():
+        # Oldest first, each instant's completed file last: killed half way, what is left active
+        # is newer than what went (the oldest completed active instant bounds the archived).
+        for _, states in sorted(old.items()):
             for state in (".requested", ".inflight", "done"):
                 if state in states:
                     self.storage.delete_file(posixpath.join(self.timeline_dir, states[state]))

@@ -61,6 +61,8 @@ def upgrade(ctx: TableContext, to_version: int) -> bool:
             MetadataTable(ctx.storage).drop(keep_dropped=False)
             _write_layout_2_timeline(ctx)
         if current < to_version:
+            # Unlisted, then removed: the next write builds it at the new version (8 to 9 too).
+            MetadataTable(ctx.storage).drop(keep_dropped=False)
             _write_properties(ctx, to_version)
         _remove_layout_1_instants(ctx)
     if current < to_version:
