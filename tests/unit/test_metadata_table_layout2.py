@@ -7,19 +7,15 @@ from dbt.adapters.hudilite.table.format import avro_metadata, lsm_history
 from dbt.adapters.hudilite.table.format import properties as props
 from dbt.adapters.hudilite.table.format.instant import next_instant_time
 from dbt.adapters.hudilite.table.metadata import record_index
-from dbt.adapters.hudilite.table.metadata.reader import FILES, MetadataTableReader
-from dbt.adapters.hudilite.table.metadata.table import MetadataTable, data_instants
+from dbt.adapters.hudilite.table.metadata.reader import FILES
+from dbt.adapters.hudilite.table.metadata.table import MetadataTable
 from dbt.adapters.hudilite.table.metadata.timeline import HISTORY_DIR, instant_files
 from dbt.adapters.hudilite.table.metadata.writer import (FILES_GROUP, MAX_DELTA_COMMITS, MetadataTableWriter,
                                                          files_records, metadata_properties)
 from dbt.adapters.hudilite.table.storage.filesystem import Storage
+from tests.unit.test_metadata_table_reader import reader
 
 T = [f"202611280800{i:05d}" for i in range(60)]  # 17-digit instant times, ascending
-
-
-def reader(storage):
-    completed, pending = data_instants(storage)
-    return MetadataTableReader.of_timelines(storage, completed, min(completed | pending, default=None))
 
 
 def data_instant(tmp_path, instant, state):
