@@ -94,7 +94,8 @@ def latest_slices(names: Iterable[str], valid: Callable[[str], bool],
     """Each file group's latest slice among the file names of one metadata-table partition.
     `completions`: the completion time of each completed instant of a layout 2 timeline;
     `archived()`: those of its archived instants, asked for a log of one no longer active."""
-    completions = dict(completions or {})
+    completions = completions or {}
+    oldest = min(completions, default=None)  # a log of a deltacommit older than this one was archived
     history: List[Dict[str, str]] = []
     bases: Dict[str, List[Tuple[str, str]]] = {}
     logs: Dict[str, List[Tuple[str, int, str, str]]] = {}
@@ -110,7 +111,7 @@ def latest_slices(names: Iterable[str], valid: Callable[[str], bool],
             # base requested before that deltacommit completed (a compaction that started later
             # did not take it in); layout 1 names it after its base.
             at = completions.get(log.base_instant)
-            if at is None and archived is not None and completions and log.base_instant < min(completions):
+            if at is None and archived is not None and oldest is not None and log.base_instant < oldest:
                 if not history:
                     history.append(archived())
                 at = history[0].get(log.base_instant)
