@@ -339,3 +339,25 @@ def test_a_keyed_file_of_100_rows_is_within_twice_a_plain_one(tmp_path):
             assert DynamicBloomFilter.deserialize(footer[BLOOM_FILTER_KEY.encode()].decode()).might_contain_all(keys).all()
     assert sizes[True] < 2 * sizes[False], sizes
     print("file bytes, plain vs keyed:", sizes)
+
+
+def test_keys_held_until_close_give_the_footer_built_as_they_came(monkeypatch):
+    """A file merged in pieces holds its keys until it knows whether its stored footer holds
+    them: the footer it builds when not is the one built batch by batch, whether the keys stayed
+    held or passed the bound half way (then hashed from there on)."""
+    import pyarrow as pa
+
+    from dbt.adapters.hudilite.table.format.bloom import FileKeys
+    from dbt.adapters.hudilite.table.spark import writer
+
+    batches = [pa.array([f"key-{b}-{i}" for i in range(25_000)], pa.large_string()) for b in range(4)]
+    expected = FileKeys()
+    for keys in batches:
+        expected.add(keys)
+    for bound in (1 << 30, batches[0].nbytes + 1):
+        monkeypatch.setattr(writer, "HELD_KEY_BYTES", bound)
+        held = writer._KeysUntilClose()
+        for keys in batches:
+            held.add(keys)
+        assert (held.keys is None) == (bound == 1 << 30)  # nothing hashed while held
+        assert held.footer() == expected.footer()

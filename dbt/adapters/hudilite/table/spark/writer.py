@@ -208,12 +208,50 @@ def partition_metadata_text(instant: str, depth: int) -> str:
     return f"#partition metadata\ncommitTime={instant}\npartitionDepth={depth}\n"
 
 
+# Keys a file holds while it is unknown whether its stored footer holds them, before they are
+# hashed into a filter after all: about one merge piece of them (`operations.merge`).
+HELD_KEY_BYTES = 32 << 20
+
+
+class _KeysUntilClose:
+    """The keys of a file whose stored footer may turn out to hold them, which is known once its
+    rows are all written (a stored file group merged in pieces): held as they come and hashed
+    into Hudi's filter only if it does not (`footer`), or once they pass `HELD_KEY_BYTES`, so
+    that a file's memory stays bounded. An update-only merge so builds no filter it drops."""
+
+    def __init__(self):
+        self.held: List[pa.Array] = []
+        self.held_bytes = 0
+        self.keys: Optional[FileKeys] = None
+
+    def add(self, keys: pa.Array) -> None:
+        if self.keys is not None:
+            self.keys.add(keys)
+            return
+        self.held.append(keys)
+        self.held_bytes += keys.nbytes
+        if self.held_bytes > HELD_KEY_BYTES:
+            self._file_keys()
+
+    def _file_keys(self) -> FileKeys:
+        if self.keys is None:
+            self.keys = FileKeys()
+            for keys in self.held:  # in file order, as the filter is built
+                self.keys.add(keys)
+            self.held, self.held_bytes = [], 0
+        return self.keys
+
+    def footer(self) -> Dict[str, str]:
+        return self._file_keys().footer()
+
+
 class _OpenBaseFile:
     """One base file being written: buffers batches into large row groups."""
 
     def __init__(self, spec: WriteSpec, storage: Storage, token: str, partition: str, data_fields: List[pa.Field],
                  file_id: Optional[str] = None, prev_commit: Optional[str] = None, deletes: int = 0,
-                 insert_limit: Optional[int] = None, footer: Optional[Dict[str, str]] = None):
+                 insert_limit: Optional[int] = None, footer: Optional[Dict[str, str]] = None,
+                 footer_at_close: bool = False):
         self.spec, self.storage, self.partition = spec, storage, partition
         self.file_id = file_id or new_file_id()
         self.prev_commit = prev_commit
@@ -232,9 +270,12 @@ class _OpenBaseFile:
         self.changed_rows = 0
         self.bytes_in = 0
         self.deletes = deletes
-        # The bloom footer: built from the keys written, or given (a slice of the same keys).
+        # The bloom footer: built from the keys written, or given (a slice of the same keys), or
+        # perhaps given once the rows are written (`footer_at_close`).
         self.footer = footer if spec.bloom_footers else None
-        self.keys = FileKeys() if spec.bloom_footers and footer is None else None
+        self.keys: Union[FileKeys, _KeysUntilClose, None] = None
+        if spec.bloom_footers and footer is None:
+            self.keys = _KeysUntilClose() if footer_at_close else FileKeys()
         self.insert_limit = insert_limit  # a topped-up small file: how many new rows it takes
 
     def add(self, commit_time: pa.Array, seqno: pa.Array, key: pa.Array, partition: pa.Array,
@@ -498,7 +539,8 @@ def write_slices(spec: WriteSpec, slices: Iterable[NewSlice]) -> Iterator[pa.Rec
                 if out is None:
                     out = _OpenBaseFile(spec, storage, token, new_slice.partition, SLICE.data_fields(rows.schema),
                                         new_slice.file_id, spec.prev_commits[new_slice.file_id], new_slice.deletes,
-                                        footer=None if callable(new_slice.footer) else new_slice.footer)
+                                        footer=None if callable(new_slice.footer) else new_slice.footer,
+                                        footer_at_close=callable(new_slice.footer))
                 commit_time, seqno = SLICE.meta_column(rows, COMMIT_TIME), SLICE.meta_column(rows, COMMIT_SEQNO)
                 changed = pc.is_null(commit_time)
                 count = pc.sum(changed).as_py() or 0
