@@ -20,10 +20,15 @@ setup(
     ],
     extras_require={
         "connect": ["pyspark[connect]>=3.5,<5"],  # method: connect (a Spark Connect server)
+        # catalog_sync: hive (the metastore's Thrift client, from Apache Iceberg's Python library) or glue
+        "hive": ["pyiceberg[hive]>=0.9,<1"],
+        "glue": ["boto3>=1.34"],
         "bench": ["deltalake>=1.0,<2", "matplotlib>=3.8"],  # benchmarks/run.py: the delta-rs peer, the charts
         "test": ["pytest", "hudi>=0.5,<0.6", "dbt-tests-adapter", "pyspark[connect]>=3.5,<5",
                  "moto[server]>=5.0.15",  # a local S3 server honouring If-None-Match (tests/core/test_object_storage.py)
-                 "import-linter>=2.3,<3"],  # the layers in .importlinter (tests/unit/test_layers.py)
+                 "import-linter>=2.3,<3",  # the layers in .importlinter (tests/unit/test_layers.py)
+                 "pyiceberg[hive]>=0.9,<1", "boto3>=1.34",  # catalog sync: a real metastore, a local Glue
+                 "trino>=0.330"],  # Trino's client: Trino reads synced tables by name (tests/referee/test_catalog_sync.py)
     },
     entry_points={"console_scripts": ["hudilite = dbt.adapters.hudilite.cli:main"]},
 )

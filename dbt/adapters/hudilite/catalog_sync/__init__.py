@@ -1,0 +1,10 @@
+"""Catalog sync: hudilite tables registered by name in a Hive metastore or AWS Glue after every
+commit, as Hudi's own sync tools register theirs, so that Trino, Athena, Presto, Hive and Spark
+SQL find them (`entry`: what a catalog holds for a table; `changes`: which partitions changed
+since the last sync; `sync`: the operation; `hive`, `glue`: the catalogs)."""
+
+from .client import GLUE, HIVE, NONE, Catalog, CatalogSettings, CatalogSyncError
+from .sync import SyncResult, drop_entry, location_uri, sync_table
+
+__all__ = ["GLUE", "HIVE", "NONE", "Catalog", "CatalogSettings", "CatalogSyncError", "SyncResult", "drop_entry",
+           "location_uri", "sync_table"]

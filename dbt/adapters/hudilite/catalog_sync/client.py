@@ -1,0 +1,80 @@
+"""What sync needs of a catalog (a Hive metastore, AWS Glue), and how one is chosen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Protocol, Set, Tuple
+
+from .entry import TableEntry
+
+HIVE, GLUE, NONE = "hive", "glue", "none"
+KINDS = (HIVE, GLUE, NONE)
+
+
+class CatalogSyncError(Exception):
+    """A catalog could not be reached or refused a change (the table itself is not touched)."""
+
+
+@dataclass(frozen=True)
+class CatalogTable:
+    """What a catalog holds for a name, as far as sync reads it."""
+    partition_keys: Tuple[Tuple[str, str], ...]
+    location: Optional[str]
+    parameters: Dict[str, str]
+    columns: Tuple[Tuple[str, str], ...] = ()
+    table_type: str = ""
+    serde_parameters: Dict[str, str] = field(default_factory=dict)
+
+
+class Catalog(Protocol):
+    kind: str
+    where: str  # the catalog, as an error names it
+
+    def ensure_database(self, name: str) -> None: ...
+    def get_table(self, database: str, name: str) -> Optional[CatalogTable]: ...
+    def create_table(self, entry: TableEntry) -> None: ...
+    def alter_table(self, entry: TableEntry, parameters: Dict[str, str], cascade: bool) -> None: ...
+    def drop_table(self, database: str, name: str) -> bool: ...
+    def partitions(self, entry: TableEntry) -> Set[Tuple[str, ...]]: ...
+    def add_partitions(self, entry: TableEntry, paths: Dict[Tuple[str, ...], str]) -> None: ...
+    def drop_partitions(self, entry: TableEntry, values: Iterable[Tuple[str, ...]]) -> None: ...
+    def tables(self, database: str) -> List[str]: ...
+    def drop_database_if_empty(self, database: str) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CatalogSettings:
+    """Where tables are synced to (the profile's `catalog_sync` fields)."""
+    kind: str = NONE
+    metastore_uri: Optional[str] = None  # hive: thrift://host:port
+    glue_region: Optional[str] = None
+    glue_endpoint: Optional[str] = None  # glue: a compatible service (tests: a local server)
+    database: str = "{schema}"  # the catalog database of a dbt schema
+    meta_columns: bool = True  # Hudi's five meta columns in the entry, as Hudi's sync does
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise CatalogSyncError(f"catalog_sync must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.kind == HIVE and not self.metastore_uri:
+            raise CatalogSyncError("catalog_sync: hive needs metastore_uri (thrift://host:port)")
+        if "{schema}" not in self.database and not self.database.strip():
+            raise CatalogSyncError("catalog_database must name a database, or hold {schema}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind != NONE
+
+    def database_of(self, schema: str) -> str:
+        return self.database.replace("{schema}", schema).lower()
+
+    def connect(self) -> Catalog:
+        if self.kind == HIVE:
+            from .hive import HiveMetastore  # noqa: PLC0415 - its client is an optional extra
+
+            return HiveMetastore(self.metastore_uri)
+        if self.kind == GLUE:
+            from .glue import GlueCatalog  # noqa: PLC0415
+
+            return GlueCatalog(self.glue_region, self.glue_endpoint)
+        raise CatalogSyncError("catalog_sync is none: nothing to connect to")
