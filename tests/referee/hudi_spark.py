@@ -114,6 +114,11 @@ class HudiSpark:
     def changes(self, path: str, begin: str, end: str):
         return self.read(path, **changes_options(begin, end))
 
+    def sql(self, query: str) -> Tuple[List[str], List[dict]]:
+        """Columns and rows of a query through the referee's catalog."""
+        reply = self.request("sql", query=query)
+        return reply["columns"], reply["rows"]
+
     def write(self, path: str, rows: List[dict], schema: str, options: dict, mode: str = "append") -> None:
         self.request("write", path=path, rows=rows, schema=schema, options=options, mode=mode)
 

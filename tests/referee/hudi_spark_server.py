@@ -62,6 +62,12 @@ def reads(spark, request):
         return {"replies": list(pool.map(one, request["options"]))}
 
 
+def sql(spark, request):
+    """A query by name through the session's catalog (a Hive metastore when so configured)."""
+    df = spark.sql(request["query"])
+    return {"columns": df.columns, "rows": plain_rows(df.collect(), df.columns)}
+
+
 def write(spark, request):
     """Hudi's writer: `rows` (JSON objects) in the DDL `schema`, with the datasource `options`."""
     lines = spark.sparkContext.parallelize([json.dumps(r) for r in request["rows"]], 1)
@@ -136,7 +142,7 @@ def bench(spark, request):
 def main() -> None:
     version, ivy = sys.argv[1], sys.argv[2]
     spark = session(version, ivy, json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
-    handlers = {"read": read, "reads": reads, "write": write, "bench": bench, "archived_commits": archived_commits,
+    handlers = {"read": read, "reads": reads, "sql": sql, "write": write, "bench": bench, "archived_commits": archived_commits,
                 "version": lambda s, r: {"spark": s.version}}
     print(REPLY + json.dumps({"ok": True, "ready": version}), flush=True)
     for line in sys.stdin:

@@ -10,6 +10,8 @@
     hudilite cluster PATH [--by C,..] rewrite each partition's small file groups into few sorted files
     hudilite tables ROOT [--json]     every table under a location_root: rows, files, size, last commit
     hudilite validate PATH [--json]   check the table is well-formed; exit 1 with a report if not
+    hudilite sync ROOT --catalog hive --metastore-uri thrift://H:P   (or --catalog glue [--glue-region R])
+                                      every table under a location_root into a Hive metastore or AWS Glue
 
 Every command but show and validate reads storage alone (no Spark, no JVM).
 """
@@ -120,6 +122,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("validate", help="check that a table is well-formed")
     p.add_argument("path")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("sync", help="sync every table under a location_root to a Hive metastore or AWS Glue")
+    p.add_argument("root")
+    p.add_argument("--catalog", required=True, choices=("hive", "glue"))
+    p.add_argument("--metastore-uri", help="hive: thrift://host:port")
+    p.add_argument("--glue-region")
+    p.add_argument("--glue-endpoint", help="glue: a compatible service's URL")
+    p.add_argument("--database", default="{schema}", help="the catalog database of a schema ({schema} stands for it)")
+    p.add_argument("--schema", action="append", help="only this schema (repeatable)")
+    p.add_argument("--no-meta-columns", action="store_true", help="leave Hudi's meta columns out of the entries")
     p = sub.add_parser("tables", help="every table under a location_root: rows, files, size, last commit")
     p.add_argument("root")
     p.add_argument("--json", action="store_true")
@@ -141,6 +152,8 @@ def _run(parser: argparse.ArgumentParser, args) -> int:
         spark = spark_session(conf={"spark.master": "local[2]"})
     else:
         spark = None
+    if args.command == "sync":
+        return _sync(args)
     if args.command == "tables":
         from .catalog.storage_catalog import StorageCatalog
 
@@ -204,9 +217,38 @@ def _run(parser: argparse.ArgumentParser, args) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+
+def _sync(args) -> int:
+    """Every table of the root (or of the --schema ones) synced; exit 1 if any sync failed."""
+    from .catalog.storage_catalog import StorageCatalog
+    from .catalog_sync import CatalogSettings, CatalogSyncError, sync_table
+
+    try:
+        settings = CatalogSettings(args.catalog, args.metastore_uri, args.glue_region, args.glue_endpoint, args.database,
+                                   not args.no_meta_columns)
+        catalog = settings.connect()
+    except CatalogSyncError as err:
+        print(f"hudilite sync: {err}", file=sys.stderr)
+        return 2
+    storage = StorageCatalog(None, args.root)
+    failed = 0
+    try:
+        for schema in args.schema or storage.schemas():
+            for name in storage.tables(schema):
+                try:
+                    print(sync_table(catalog, storage.open(schema, name), settings.database_of(schema), name.lower(),
+                                     settings.meta_columns))
+                except Exception as err:  # noqa: BLE001 - one table's failure does not stop the others
+                    failed += 1
+                    print(f"hudilite sync: {schema}.{name}: {err}", file=sys.stderr)
+    finally:
+        catalog.close()
+    return 1 if failed else 0
 
 
 def _count(items, noun: str) -> str:
     return f"{len(items)} {noun}" + ("" if len(items) == 1 else "s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

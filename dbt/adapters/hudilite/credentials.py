@@ -10,6 +10,7 @@ from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
+from .catalog_sync import NONE, CatalogSettings, CatalogSyncError
 from .object_store_settings import spark_conf
 
 
@@ -38,6 +39,15 @@ class HudiliteCredentials(SparkCredentials):
     # Hudi's table version new tables are created at (6, 8 or 9; a model's hudi_table_version
     # overrides it). Unset: 6, which every Hudi reader from 0.14 on reads.
     hudi_table_version: Optional[int] = None
+    # Catalog sync after every build (catalog_sync.py): `hive` (a metastore at metastore_uri,
+    # thrift://host:port) or `glue` (glue_region, glue_endpoint for a compatible service); each
+    # dbt schema is the catalog database `catalog_database` names ({schema} stands for it).
+    catalog_sync: Optional[str] = None
+    metastore_uri: Optional[str] = None
+    glue_region: Optional[str] = None
+    glue_endpoint: Optional[str] = None
+    catalog_database: Optional[str] = None
+    catalog_meta_columns: bool = True  # Hudi's five meta columns in the catalog's columns, as Hudi's sync
 
     def __post_init__(self) -> None:
         methods = [m.value for m in HudiliteConnectionMethod]
@@ -51,6 +61,7 @@ class HudiliteCredentials(SparkCredentials):
                 self.hudi_table_version = table_version(self.hudi_table_version, "profile")
             except ModelConfigError as err:
                 raise DbtRuntimeError(str(err)) from None
+        self.catalog_settings()  # a mistake in the catalog fields fails here, before any build
         if self.is_connect:
             if not str(self.host).startswith("sc://"):
                 raise DbtRuntimeError(f"`method: connect` needs `host: sc://<server>:<port>` (got `{self.host}`)")
@@ -59,6 +70,16 @@ class HudiliteCredentials(SparkCredentials):
                 raise DbtRuntimeError(
                     f"`method: connect`: {', '.join(fixed) or 'use_hive_metastore'} belong(s) to the Spark Connect "
                     "server's own start-up settings; a profile can set only session settings (spark.sql.*)")
+
+    def catalog_settings(self, kind: Optional[str] = None, database: Optional[str] = None) -> CatalogSettings:
+        """The profile's catalog sync, or a model's choice of kind and database over it."""
+        try:
+            return CatalogSettings(kind=(kind or self.catalog_sync or NONE).lower(), metastore_uri=self.metastore_uri,
+                                   glue_region=self.glue_region or self.s3_region, glue_endpoint=self.glue_endpoint,
+                                   database=database or self.catalog_database or "{schema}",
+                                   meta_columns=self.catalog_meta_columns)
+        except CatalogSyncError as err:
+            raise DbtRuntimeError(str(err)) from None
 
     @property
     def is_connect(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -22,6 +23,7 @@ from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntime
 
 from . import materialize as m
 from .catalog.storage_catalog import StorageCatalog
+from .catalog_sync import CatalogSettings, drop_entry, sync_table
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .sql.dml import run_statement
@@ -56,6 +58,8 @@ class HudiliteConfig(SparkConfig):
     drop_metadata_table: Optional[bool] = None
     populate_meta_fields: Optional[bool] = None
     hudi_table_version: Optional[int] = None
+    catalog_sync: Optional[str] = None
+    catalog_database: Optional[str] = None
 
 
 class HudiliteAdapter(SparkAdapter):
@@ -127,6 +131,7 @@ class HudiliteAdapter(SparkAdapter):
         if catalog.is_table(relation.schema, relation.identifier):
             catalog.drop_table(relation.schema, relation.identifier)
             self.cache_dropped(relation)
+            self._unsync_catalog(relation.schema, [relation.identifier])
             return
         catalog.forget_view(relation.schema, relation.identifier)
         catalog.set_docs(relation.schema, relation.identifier, None, {})
@@ -135,8 +140,14 @@ class HudiliteAdapter(SparkAdapter):
         super().drop_relation(relation)
 
     def drop_schema(self, relation: BaseRelation) -> None:
-        self.catalog.drop_schema(relation.schema)
+        catalog = self.catalog
+        try:
+            tables = catalog.tables(relation.schema)
+        except ConfigurationError:
+            tables = []
+        catalog.drop_schema(relation.schema)
         self.cache.drop_schema(relation.database, relation.schema)
+        self._unsync_catalog(relation.schema, tables, drop_database=True)
 
     def rename_relation(self, from_relation: BaseRelation, to_relation: BaseRelation) -> None:
         catalog = self.catalog
@@ -151,6 +162,10 @@ class HudiliteAdapter(SparkAdapter):
         self.cache_dropped(to_relation)
         catalog.rename_table(from_relation.schema, from_relation.identifier, to_relation.schema, to_relation.identifier)
         self.cache_renamed(from_relation, to_relation.incorporate(type=RelationType.Table))
+        self._unsync_catalog(from_relation.schema, [from_relation.identifier])
+        renamed = catalog.open(to_relation.schema, to_relation.identifier)
+        if renamed is not None:
+            self._sync_catalog(m.ModelConfig(name=to_relation.identifier), to_relation, renamed, None)
 
     def _get_columns_for_catalog(self, relation: BaseRelation):
         """dbt docs: Spark's type names, meta columns hidden, descriptions kept by persist_docs,
@@ -254,6 +269,9 @@ class HudiliteAdapter(SparkAdapter):
     def hudilite_remember_view(self, relation: BaseRelation, sql: str) -> None:
         """Keep a view's SQL on storage so that a later process re-creates it."""
         self.catalog.remember_view(relation.schema, relation.identifier, sql)
+        if self.config.credentials.catalog_settings().enabled:
+            logger.info(f"view {relation.schema}.{relation.identifier} is not synced to the catalog: it is a Spark view "
+                        "over hudilite's tables, which Trino, Athena and Hive cannot read (its tables are synced)")
 
     def _model_rows(self, config: m.ModelConfig, catalog: StorageCatalog, sql: str):
         try:
@@ -322,6 +340,7 @@ class HudiliteAdapter(SparkAdapter):
                 catalog.drop_view(schema, name)
             catalog.register(schema, name, table)
             if instant is None:
+                self._sync_catalog(config, relation, table, None)
                 return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
             metadata = table.commit_metadata(instant)
             try:
@@ -329,12 +348,49 @@ class HudiliteAdapter(SparkAdapter):
             except Exception as err:  # noqa: BLE001 - the build is committed; the next one runs them again
                 logger.warning(f"model '{config.name}': table services after the commit failed, the next build runs them "
                                f"again: {err}")
+            self._sync_catalog(config, relation, table, instant)
             return {
                 "message": f"{metadata.operation} {metadata.num_writes} rows at {instant}",
                 "code": metadata.operation,
                 "rows": metadata.num_writes,
                 "instant": instant,
             }
+
+    # ---- catalog sync (catalog_sync/) ----------------------------------------------------------
+    def _sync_catalog(self, config: m.ModelConfig, relation: BaseRelation, table: HudiTable,
+                      instant: Optional[str]) -> None:
+        """Bring the model's catalog entry in step with its table. A failure fails the model
+        (dbt exits non-zero) but leaves the commit standing: the next build syncs again."""
+        settings = self.config.credentials.catalog_settings(config.catalog_sync, config.catalog_database)
+        if not settings.enabled:
+            return
+        database, name = settings.database_of(relation.schema), relation.identifier.lower()
+        try:
+            with _connected(settings) as catalog:
+                result = sync_table(catalog, table, database, name, settings.meta_columns, self.catalog.spark.version)
+        except Exception as err:  # noqa: BLE001 - the catalog's own errors name the cause
+            done = f"committed at {instant}" if instant else "nothing to commit"
+            raise DbtRuntimeError(
+                f"model '{config.name}': {done}, but syncing {database}.{name} to the {settings.kind} catalog failed: "
+                f"{err}. The table holds the build; the next build or `hudilite sync` brings the catalog in step"
+            ) from None
+        logger.info(f"model '{config.name}': catalog {result}")
+
+    def _unsync_catalog(self, schema: str, names: Sequence[str], drop_database: bool = False) -> None:
+        """Remove the entries of tables that are dropped or renamed (the profile's catalog and naming)."""
+        settings = self.config.credentials.catalog_settings()
+        if not settings.enabled or not names and not drop_database:
+            return
+        database = settings.database_of(schema)
+        try:
+            with _connected(settings) as catalog:
+                for name in names:
+                    drop_entry(catalog, database, name.lower())
+                if drop_database:
+                    catalog.drop_database_if_empty(database)
+        except Exception as err:  # noqa: BLE001
+            raise DbtRuntimeError(f"{schema}: {', '.join(names) or 'the schema'} dropped from storage, but removing "
+                                  f"{'them' if len(names) > 1 else 'it'} from the {settings.kind} catalog failed: {err}") from None
 
     @staticmethod
     def _carry_out(plan: m.BuildPlan, table: HudiTable, df, constraints: Sequence[m.RowConstraint] = (),
@@ -589,3 +645,14 @@ def _dbt_error(config: m.ModelConfig, err: Exception) -> Exception:
         text = in_task.group(1)
     text = text if f"'{config.name}'" in text else f"model '{config.name}': {text}"
     return CompilationError(text) if isinstance(err, ConfigurationError) else DbtDatabaseError(text)
+
+
+@contextmanager
+def _connected(settings: CatalogSettings):
+    """One connection to the settings' catalog for the calls of one sync (a metastore's Thrift
+    client serves one thread: a connection per sync keeps dbt's threads apart)."""
+    catalog = settings.connect()
+    try:
+        yield catalog
+    finally:
+        catalog.close()

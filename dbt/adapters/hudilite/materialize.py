@@ -78,6 +78,9 @@ class ModelConfig:
     populate_meta_fields: Optional[bool] = None
     # Hudi's table version a new table is created at (6, 8 or 9); None: the profile's, else 6
     hudi_table_version: Optional[int] = None
+    # Catalog sync after the build: None the profile's, "none" (or false) not this model, or a kind
+    catalog_sync: Optional[str] = None
+    catalog_database: Optional[str] = None  # the catalog database; None: the profile's naming
 
     @classmethod
     def from_node(cls, model: Dict[str, Any]) -> "ModelConfig":
@@ -111,10 +114,19 @@ class ModelConfig:
             populate_meta_fields=None if config.get("populate_meta_fields") in (None, "")
             else _flag(config, "populate_meta_fields", name),
             hudi_table_version=table_version(config.get("hudi_table_version"), f"model '{name}'"),
+            catalog_sync=_catalog_sync(config.get("catalog_sync")),
+            catalog_database=config.get("catalog_database") or None,
         )
 
     def fail(self, message: str) -> ModelConfigError:
         return ModelConfigError(f"model '{self.name}': {message}")
+
+
+def _catalog_sync(value: Any) -> Optional[str]:
+    """A model's `catalog_sync`: false turns it off, as `none` does."""
+    if value is None or value == "":
+        return None
+    return "none" if value is False or str(value).lower() in ("false", "off") else str(value).lower()
 
 
 def table_version(value: Any, where: str) -> Optional[int]:
