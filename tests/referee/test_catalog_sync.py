@@ -4,7 +4,6 @@ connector and by Hudi's own Spark reader (pyspark 3.5 with the Hudi bundle, a me
 both equal to what hudilite reads. The metastore's partitions are checked one by one, and a sync
 that cannot reach the metastore fails the build but keeps its commit."""
 
-import os
 import subprocess
 import sys
 
@@ -82,9 +81,9 @@ def trino_rows(port: int, query: str):
 
 
 def metastore(uri: str):
-    from dbt.adapters.hudilite.catalog_sync import CatalogSettings
+    from dbt.adapters.hudilite.catalog_sync import CatalogSettings, connect
 
-    return CatalogSettings("hive", uri).connect()
+    return connect(CatalogSettings("hive", uri))
 
 
 class TestSyncedToAHiveMetastore(HudiliteProject):

@@ -221,12 +221,12 @@ def _run(parser: argparse.ArgumentParser, args) -> int:
 def _sync(args) -> int:
     """Every table of the root (or of the --schema ones) synced; exit 1 if any sync failed."""
     from .catalog.storage_catalog import StorageCatalog
-    from .catalog_sync import CatalogSettings, CatalogSyncError, sync_table
+    from .catalog_sync import CatalogSettings, CatalogSyncError, connect, sync_table
 
     try:
         settings = CatalogSettings(args.catalog, args.metastore_uri, args.glue_region, args.glue_endpoint, args.database,
                                    not args.no_meta_columns)
-        catalog = settings.connect()
+        catalog = connect(settings)
     except CatalogSyncError as err:
         print(f"hudilite sync: {err}", file=sys.stderr)
         return 2

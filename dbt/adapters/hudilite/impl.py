@@ -23,7 +23,7 @@ from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntime
 
 from . import materialize as m
 from .catalog.storage_catalog import StorageCatalog
-from .catalog_sync import CatalogSettings, drop_entry, sync_table
+from .catalog_sync import CatalogSettings, connect, drop_entry, sync_table
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .sql.dml import run_statement
@@ -651,7 +651,7 @@ def _dbt_error(config: m.ModelConfig, err: Exception) -> Exception:
 def _connected(settings: CatalogSettings):
     """One connection to the settings' catalog for the calls of one sync (a metastore's Thrift
     client serves one thread: a connection per sync keeps dbt's threads apart)."""
-    catalog = settings.connect()
+    catalog = connect(settings)
     try:
         yield catalog
     finally:

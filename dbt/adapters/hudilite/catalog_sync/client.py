@@ -67,14 +67,3 @@ class CatalogSettings:
 
     def database_of(self, schema: str) -> str:
         return self.database.replace("{schema}", schema).lower()
-
-    def connect(self) -> Catalog:
-        if self.kind == HIVE:
-            from .hive import HiveMetastore  # noqa: PLC0415 - its client is an optional extra
-
-            return HiveMetastore(self.metastore_uri)
-        if self.kind == GLUE:
-            from .glue import GlueCatalog  # noqa: PLC0415
-
-            return GlueCatalog(self.glue_region, self.glue_endpoint)
-        raise CatalogSyncError("catalog_sync is none: nothing to connect to")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .changes import SyncPoint, partition_changes
-from .client import Catalog
+from .client import GLUE, HIVE, Catalog, CatalogSettings, CatalogSyncError
 from .entry import TableEntry, partition_values, table_entry
 
 
@@ -27,6 +27,19 @@ class SyncResult:
         what = "made" if self.created else ("synced in full" if self.full else "synced")
         return (f"{self.database}.{self.name} {what} to {self.instant or 'no commit'} "
                 f"(+{self.added} -{self.dropped} partitions)")
+
+
+def connect(settings: CatalogSettings) -> Catalog:
+    """A connection to the settings' catalog."""
+    if settings.kind == HIVE:
+        from .hive import HiveMetastore  # noqa: PLC0415 - its client is an optional extra
+
+        return HiveMetastore(settings.metastore_uri)
+    if settings.kind == GLUE:
+        from .glue import GlueCatalog  # noqa: PLC0415
+
+        return GlueCatalog(settings.glue_region, settings.glue_endpoint)
+    raise CatalogSyncError("catalog_sync is none: nothing to connect to")
 
 
 def location_uri(path: str) -> str:
