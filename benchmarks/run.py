@@ -9,6 +9,7 @@ the same run, as a markdown table, a raw JSON log and PNG charts in benchmarks/r
     .venv/bin/python benchmarks/run.py --only hudi  # Hudi's own Spark writer as the peer (`hudi_peer.py`)
     .venv/bin/python benchmarks/run.py --only s3  # a local S3 server against local disk, requests per commit (`s3.py`)
     .venv/bin/python benchmarks/run.py --only dbt_hudi  # the demo against dbt-spark with file_format hudi
+    .venv/bin/python benchmarks/run.py --only catalog  # catalog sync into a Hive metastore at 10,000 partitions
 
 Workloads: appends, merges (delta-rs, Spark full rewrite), scaling (upsert and index lookup
 against table size), overwrite (one partition), dbt (the demo against dbt-spark parquet, and
@@ -32,6 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import catalog_sync as catalog_run  # noqa: E402
 import charts  # noqa: E402
 import dbt_runs  # noqa: E402
 import hudi_peer  # noqa: E402
@@ -48,6 +50,7 @@ SCALE = "scale"  # not in the default run: `--scale` or `--only scale`
 HUDI = "hudi"  # Hudi's own writer (a second JVM, the referee's pyspark 3.5): `--only hudi`
 S3 = "s3"  # a local S3 server (moto) against local disk, S3A in the session: `--only s3`
 DBT_HUDI = "dbt_hudi"  # the demo against dbt-spark with file_format hudi (pyspark 3.5): `--only dbt_hudi`
+CATALOG = "catalog"  # catalog sync into a Hive metastore server (a JVM of its own): `--only catalog`
 
 
 def commit() -> str:
@@ -61,7 +64,7 @@ def commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and no dbt demo (under 2 minutes)")
-    parser.add_argument("--only", nargs="+", choices=ALL + (SCALE, HUDI, DBT_HUDI, S3), default=list(ALL))
+    parser.add_argument("--only", nargs="+", choices=ALL + (SCALE, HUDI, DBT_HUDI, S3, CATALOG), default=list(ALL))
     parser.add_argument("--rounds", type=int, help="measured rounds of every comparison but the upserts (default 3, appends 5, insert_overwrite 11; quick 2); the scaling upserts run scaling_rounds (7)")
     parser.add_argument("--scale", type=float, nargs="?", const=0.0, default=1.0,
                         help="multiply every row count by this; alone (no number): run the scale workload only")
@@ -122,6 +125,9 @@ def main() -> None:
                     bench.add(result)
         if DBT_HUDI in args.only:
             for result in dbt_runs.demo_builds(work, log, peer="hudi"):
+                bench.add(result)
+        if CATALOG in args.only:
+            for result in catalog_run.run(spark, work, log, quick=args.quick, rounds=args.rounds or 5):
                 bench.add(result)
         if S3 in args.only:
             for result in s3_run.run(spark, work, log, quick=args.quick, rounds=args.rounds or 3):
