@@ -4,12 +4,14 @@ connector and by Hudi's own Spark reader (pyspark 3.5 with the Hudi bundle, a me
 both equal to what hudilite reads. The metastore's partitions are checked one by one, and a sync
 that cannot reach the metastore fails the build but keeps its commit."""
 
+import os
 import subprocess
 import sys
 
 import pytest
 
 from dbt.tests.util import run_dbt
+from tests.functional.demo_project import assert_two_demo_days, dbt_build
 from tests.functional.test_hudilite_models import HudiliteProject
 from tests.referee.catalog_servers import free_port, hive_metastore, trino_server
 from tests.referee.hudi_spark import HudiSpark
@@ -78,6 +80,14 @@ def trino_rows(port: int, query: str):
     finally:
         connection.close()
     return plain_rows([dict(zip(columns, r)) for r in rows], columns)
+
+
+def client_tables(uri: str):
+    client = metastore(uri)
+    try:
+        return client.tables("analytics")
+    finally:
+        client.close()
 
 
 def metastore(uri: str):
@@ -198,3 +208,25 @@ class TestASyncThatFailsKeepsTheCommit(HudiliteProject):
         rows = trino_rows(trino_port, f"select customer_id, name from {project.test_schema.lower()}.customers")
         assert rows == [{"customer_id": i, "name": f"c{i}-1"} for i in (1, 2, 3)]
         project.adapter.config.credentials.metastore_uri = uri  # the teardown's drop of the schema syncs too
+
+
+def test_the_demo_projects_synced_target_is_read_by_name(spark, tmp_path, catalogs):
+    """The demo's `synced` target: after two days, Trino reads every table it builds by name as
+    the demo's own checks expect them, and Hudi's Spark reader finds each with its rows."""
+    uri, trino_port, reader = catalogs
+    lakehouse = tmp_path / "lakehouse"
+    env = dict(os.environ, HUDILITE_METASTORE_URI=uri, HUDILITE_LOCATION_ROOT=str(lakehouse))
+    for run_date in ("2026-11-20", "2026-11-21"):
+        build = dbt_build(tmp_path, env, run_date, "--target", "synced", "--exclude-resource-type", "test")
+        assert build.returncode == 0, build.stdout[-5000:]
+    assert_two_demo_days(spark, lakehouse, rows=lambda name: trino_rows(trino_port, f"select * from analytics.{name}"))
+    tables = [t for t in os.listdir(lakehouse / "analytics") if not t.startswith(".")]
+    client = metastore(uri)
+    try:
+        assert sorted(client.tables("analytics")) == sorted(t.lower() for t in tables if os.path.isdir(lakehouse / "analytics" / t / ".hoodie"))
+    finally:
+        client.close()
+    for name in client_tables(uri):
+        reader.sql(f"refresh table analytics.{name}")
+        count = reader.sql(f"select count(*) as n from analytics.{name}")[1][0]["n"]
+        assert count == trino_rows(trino_port, f"select count(*) as n from analytics.{name}")[0]["n"], name
