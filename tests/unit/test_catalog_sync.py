@@ -8,12 +8,13 @@ from typing import Dict, Tuple
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.hudilite.catalog_sync import CatalogSettings, CatalogSyncError, sync_table
+from dbt.adapters.hudilite.catalog_sync import CatalogSettings, CatalogSyncError, sync_table, synced_as
 from dbt.adapters.hudilite.catalog_sync.changes import SyncPoint, partition_changes
 from dbt.adapters.hudilite.catalog_sync.client import CatalogTable
 from dbt.adapters.hudilite.catalog_sync.entry import (CatalogTypeError, catalog_type, partition_values, spark_schema,
                                                       table_entry, values_of_name)
-from dbt.adapters.hudilite.table import CommitMetadata, Instant, WriteStat
+from dbt.adapters.hudilite.table import CommitMetadata, Instant, Storage, WriteStat
+from dbt.adapters.hudilite.table.format.properties import TableConfig
 from dbt.adapters.hudilite.table.format.file_group import FileSystemView
 
 SCHEMA = T.StructType([
@@ -57,6 +58,13 @@ def test_a_long_schema_is_cut_into_parts_and_read_back_whole():
     assert json.loads("".join(entry.parameters[f"spark.sql.sources.schema.part.{i}"] for i in range(parts)))["type"] == "struct"
 
 
+def test_partition_columns_take_the_schemas_spelling_and_formatted_ones_are_strings():
+    entry = table_entry("db", "t", "file:/t", SCHEMA, ["REGION", "day"], formatted_fields=["day"])
+    assert entry.partition_keys == (("region", "string"), ("day", "string"))
+    assert entry.parameters["spark.sql.sources.schema.partCol.0"] == "region"
+    assert [f.name for f in spark_schema(entry.parameters).fields][-2:] == ["region", "day"]
+
+
 def test_types_a_catalog_cannot_hold_are_refused_naming_the_column():
     with pytest.raises(CatalogTypeError, match="table db.t: column 'nothing'"):
         table_entry("db", "t", "file:/t", T.StructType([T.StructField("nothing", T.NullType())]), [])
@@ -67,8 +75,10 @@ def test_partition_values_from_paths_and_names():
     assert partition_values("region=eu/day=2026-11-28", ["region", "day"]) == ["eu", "2026-11-28"]
     assert partition_values("eu/2026-11-28", ["region", "day"]) == ["eu", "2026-11-28"]  # not hive style
     assert partition_values("v=a=b", ["v"]) == ["a=b"]
+    assert partition_values("a=b", ["region"]) == ["a=b"]  # a plain folder's value keeps its '='
+    assert partition_values("2026/11/28", ["day"]) == ["2026-11-28"]  # a timestamp key generator's folders
     with pytest.raises(ValueError, match="one folder per partition field"):
-        partition_values("2026/11/28", ["day"])
+        partition_values("2026/11/28", ["day", "hour"])
     assert values_of_name("region=e%3Du/day=50%25") == ("e=u", "50%")
 
 
@@ -156,7 +166,7 @@ class MemoryCatalog:
 
     def create_table(self, entry):
         self.calls.append("create_table")
-        self.tables[(entry.database, entry.name)] = {"entry": entry, "parameters": dict(entry.parameters), "partitions": set()}
+        self.tables[(entry.database, entry.name)] = {"entry": entry, "parameters": dict(entry.parameters), "partitions": {}}
 
     def alter_table(self, entry, parameters, cascade):
         self.calls.append("alter_table")
@@ -169,59 +179,105 @@ class MemoryCatalog:
 
     def partitions(self, entry):
         self.calls.append("partitions")
-        return set(self.tables[(entry.database, entry.name)]["partitions"])
+        return dict(self.tables[(entry.database, entry.name)]["partitions"])
 
     def add_partitions(self, entry, paths):
         if paths:
             self.calls.append("add_partitions")
-        self.tables[(entry.database, entry.name)]["partitions"] |= set(paths)
+        for values, path in paths.items():
+            self.tables[(entry.database, entry.name)]["partitions"].setdefault(values, entry.partition_location(path))
 
     def drop_partitions(self, entry, values):
         values = set(values)
         if values:
             self.calls.append("drop_partitions")
-        self.tables[(entry.database, entry.name)]["partitions"] -= values
+        for v in values:
+            self.tables[(entry.database, entry.name)]["partitions"].pop(v, None)
+
+    def held(self, database="db", name="t"):
+        return set(self.tables[(database, name)]["partitions"])
 
 
 class Table:
-    """What `sync_table` reads of a HudiTable."""
+    """What `sync_table` reads of a HudiTable: a real config and storage, a given timeline."""
 
-    def __init__(self, timeline, partition_fields=("region",), path="/lake/db/t"):
-        self.path = path
+    def __init__(self, timeline, folder, partition_fields=("region",)):
+        self.path = str(folder)
+        self.storage = Storage(self.path)
         self.context = type("Context", (), {"timeline": timeline})()
-        self.config = type("Config", (), {"partition_fields": list(partition_fields), "virtual_keys": False})()
+        self.config = TableConfig("t", partition_fields=list(partition_fields))
 
     def schema(self):
-        return T.StructType([T.StructField("id", T.LongType()), T.StructField("region", T.StringType())])
+        return T.StructType([T.StructField("id", T.LongType()), T.StructField("region", T.StringType()),
+                             T.StructField("day", T.StringType())])
 
 
-def test_a_small_commit_costs_four_calls_and_a_second_sync_none_that_change_anything():
+def test_a_small_commit_costs_four_calls_and_a_second_sync_none_that_change_anything(tmp_path):
     commits = [commit("001", {"region=a": "f1", "region=b": "f2"})]
-    catalog, table = MemoryCatalog(), Table(Timeline(commits))
+    catalog, table = MemoryCatalog(), Table(Timeline(commits), tmp_path)
     first = sync_table(catalog, table, "db", "t")
     assert first.created and first.full and first.added == 2
-    assert catalog.tables[("db", "t")]["partitions"] == {("a",), ("b",)}
-    assert catalog.tables[("db", "t")]["entry"].location == "file:/lake/db/t"
+    assert catalog.held() == {("a",), ("b",)}
+    assert catalog.tables[("db", "t")]["entry"].location == f"file:{tmp_path}"
+    assert synced_as(table) == ("memory", "db", "t", f"file:{tmp_path}")
     commits.append(commit("002", {"region=c": "f3"}, {"region=a": ["f1"]}))
     catalog.calls.clear()
     second = sync_table(catalog, table, "db", "t")
     assert (second.full, second.added, second.dropped) == (False, 1, 1)
-    assert catalog.calls == ["get_table", "add_partitions", "drop_partitions", "alter_table"]
-    assert catalog.tables[("db", "t")]["partitions"] == {("b",), ("c",)}
+    assert catalog.calls == ["get_table", "drop_partitions", "add_partitions", "alter_table"]
+    assert catalog.held() == {("b",), ("c",)}
     assert catalog.tables[("db", "t")]["parameters"]["last_commit_time_sync"] == "002"
     catalog.calls.clear()
     sync_table(catalog, table, "db", "t")
     assert catalog.calls == ["get_table"]  # nothing new: nothing changed
 
 
-def test_a_new_layout_makes_the_entry_again_and_a_full_sync_drops_what_storage_no_longer_has():
+def test_a_new_layout_makes_the_entry_again_and_a_full_sync_drops_what_storage_no_longer_has(tmp_path):
     catalog = MemoryCatalog()
-    sync_table(catalog, Table(Timeline([commit("001", {"region=a": "f1"})])), "db", "t")
-    catalog.tables[("db", "t")]["partitions"].add(("stale",))
-    rebuilt = Table(Timeline([commit("005", {"day=1": "g1"})]), partition_fields=("day",))
+    sync_table(catalog, Table(Timeline([commit("001", {"region=a": "f1"})]), tmp_path), "db", "t")
+    catalog.tables[("db", "t")]["partitions"][("stale",)] = "file:/elsewhere"
+    rebuilt = Table(Timeline([commit("005", {"day=1": "g1"})]), tmp_path, partition_fields=("day",))
     result = sync_table(catalog, rebuilt, "db", "t")
-    assert result.created and catalog.tables[("db", "t")]["partitions"] == {("1",)}
-    # the same layout, another table's timeline (a rebuild swapped in): a full sync
-    catalog.tables[("db", "t")]["partitions"].add(("stale",))
-    again = sync_table(catalog, Table(Timeline([commit("009", {"day=2": "h1"})]), partition_fields=("day",)), "db", "t")
-    assert again.full and not again.created and catalog.tables[("db", "t")]["partitions"] == {("2",)}
+    assert result.created and catalog.held() == {("1",)}
+    # the same layout, another table's timeline (a rebuild swapped in): a full sync, which also
+    # moves a partition held at another folder (the rebuild named its folders otherwise)
+    catalog.tables[("db", "t")]["partitions"][("stale",)] = "file:/elsewhere"
+    catalog.tables[("db", "t")]["partitions"][("2",)] = f"file:{tmp_path}/2"
+    again = sync_table(catalog, Table(Timeline([commit("009", {"day=2": "h1"})]), tmp_path, partition_fields=("day",)),
+                       "db", "t")
+    assert again.full and not again.created
+    assert catalog.tables[("db", "t")]["partitions"] == {("2",): f"file:{tmp_path}/day=2"}
+
+
+def test_a_write_pending_at_the_last_sync_and_archived_since_makes_a_full_sync():
+    timeline = Timeline([commit("003", {"b": "f3"}), commit("004", {"c": "f4"})])
+    assert partition_changes(timeline, SyncPoint("003", "003", "002")).full
+
+
+def test_an_entry_that_is_not_this_tables_is_refused_and_a_moved_one_is_removed(tmp_path):
+    catalog = MemoryCatalog()
+    table = Table(Timeline([commit("001", {"region=a": "f1"})]), tmp_path)
+    other = Table(Timeline([commit("001", {"region=a": "f1"})]), tmp_path / "other")
+    sync_table(catalog, other, "db", "t")
+    with pytest.raises(CatalogSyncError, match=f"db.t is a table at file:{tmp_path}/other, not this table"):
+        sync_table(catalog, table, "db", "t")
+    sync_table(catalog, table, "db", "mine")
+    sync_table(catalog, table, "marts", "mine")  # the model's catalog_database changed
+    assert ("db", "mine") not in catalog.tables and ("marts", "mine") in catalog.tables
+    assert ("db", "t") in catalog.tables  # the other table's entry is left alone
+
+
+def test_a_change_the_catalog_refuses_makes_the_entry_again(tmp_path):
+    class Refusing(MemoryCatalog):
+        def alter_table(self, entry, parameters, cascade):
+            if cascade:
+                raise RuntimeError("The following columns have types incompatible with the existing columns")
+            super().alter_table(entry, parameters, cascade)
+
+    catalog = Refusing()
+    table = Table(Timeline([commit("001", {"region=a": "f1"})]), tmp_path)
+    sync_table(catalog, table, "db", "t")
+    table.schema = lambda: T.StructType([T.StructField("id", T.StringType()), T.StructField("region", T.StringType())])
+    result = sync_table(catalog, table, "db", "t")
+    assert result.created and result.full
+    assert dict(catalog.tables[("db", "t")]["entry"].columns)["id"] == "string" and catalog.held() == {("a",)}

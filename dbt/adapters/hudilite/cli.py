@@ -221,7 +221,7 @@ def _run(parser: argparse.ArgumentParser, args) -> int:
 def _sync(args) -> int:
     """Every table of the root (or of the --schema ones) synced; exit 1 if any sync failed."""
     from .catalog.storage_catalog import StorageCatalog
-    from .catalog_sync import CatalogSettings, CatalogSyncError, connect, sync_table
+    from .catalog_sync import CatalogSettings, CatalogSyncError, connect, sync_table, synced_as
 
     try:
         settings = CatalogSettings(args.catalog, args.metastore_uri, args.glue_region, args.glue_endpoint, args.database,
@@ -236,8 +236,11 @@ def _sync(args) -> int:
         for schema in args.schema or storage.schemas():
             for name in storage.tables(schema):
                 try:
-                    print(sync_table(catalog, storage.open(schema, name), settings.database_of(schema), name.lower(),
-                                     settings.meta_columns))
+                    table = storage.open(schema, name)
+                    record = synced_as(table)  # a model with its own catalog_database keeps it
+                    database, entry = record[1:3] if record and record[0] == settings.kind else \
+                        (settings.database_of(schema), name.lower())
+                    print(sync_table(catalog, table, database, entry, settings.meta_columns))
                 except Exception as err:  # noqa: BLE001 - one table's failure does not stop the others
                     failed += 1
                     print(f"hudilite sync: {schema}.{name}: {err}", file=sys.stderr)

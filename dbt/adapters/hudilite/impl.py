@@ -23,7 +23,7 @@ from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntime
 
 from . import materialize as m
 from .catalog.storage_catalog import StorageCatalog
-from .catalog_sync import CatalogSettings, connect, drop_entry, sync_table
+from .catalog_sync import CatalogSettings, connect, drop_entry, forget, location_uri, sync_table, synced_as
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .sql.dml import run_statement
@@ -129,9 +129,10 @@ class HudiliteAdapter(SparkAdapter):
     def drop_relation(self, relation: BaseRelation) -> None:
         catalog = self.catalog
         if catalog.is_table(relation.schema, relation.identifier):
+            dropped = self._synced_tables(relation.schema, [relation.identifier])
             catalog.drop_table(relation.schema, relation.identifier)
             self.cache_dropped(relation)
-            self._unsync_catalog(relation.schema, [relation.identifier])
+            self._unsync_catalog(relation.schema, dropped)
             return
         catalog.forget_view(relation.schema, relation.identifier)
         catalog.set_docs(relation.schema, relation.identifier, None, {})
@@ -142,12 +143,12 @@ class HudiliteAdapter(SparkAdapter):
     def drop_schema(self, relation: BaseRelation) -> None:
         catalog = self.catalog
         try:
-            tables = catalog.tables(relation.schema)
+            dropped = self._synced_tables(relation.schema, catalog.tables(relation.schema))
         except ConfigurationError:
-            tables = []
+            dropped = []
         catalog.drop_schema(relation.schema)
         self.cache.drop_schema(relation.database, relation.schema)
-        self._unsync_catalog(relation.schema, tables, drop_database=True)
+        self._unsync_catalog(relation.schema, dropped, drop_database=True)
 
     def rename_relation(self, from_relation: BaseRelation, to_relation: BaseRelation) -> None:
         catalog = self.catalog
@@ -162,10 +163,22 @@ class HudiliteAdapter(SparkAdapter):
         self.cache_dropped(to_relation)
         catalog.rename_table(from_relation.schema, from_relation.identifier, to_relation.schema, to_relation.identifier)
         self.cache_renamed(from_relation, to_relation.incorporate(type=RelationType.Table))
-        self._unsync_catalog(from_relation.schema, [from_relation.identifier])
         renamed = catalog.open(to_relation.schema, to_relation.identifier)
-        if renamed is not None:
-            self._sync_catalog(m.ModelConfig(name=to_relation.identifier), to_relation, renamed, None)
+        record = synced_as(renamed) if renamed is not None else None
+        if record is not None:  # synced before: under the new name now (the old entry goes with the sync)
+            self._sync_catalog(m.ModelConfig(name=to_relation.identifier, catalog_sync=record[0]), to_relation,
+                               renamed, None)
+
+    def _synced_tables(self, schema: str, names: Sequence[str]) -> List[Tuple[str, Optional[Tuple[str, ...]], Optional[str]]]:
+        """Of tables about to be dropped: their names, sync records and locations (nothing read
+        without a catalog in the profile)."""
+        if not self.config.credentials.catalog_settings().enabled:
+            return []
+        out = []
+        for name in names:
+            table = self.catalog.open(schema, name)
+            out.append((name, synced_as(table) if table else None, location_uri(table.path) if table else None))
+        return out
 
     def _get_columns_for_catalog(self, relation: BaseRelation):
         """dbt docs: Spark's type names, meta columns hidden, descriptions kept by persist_docs,
@@ -285,6 +298,18 @@ class HudiliteAdapter(SparkAdapter):
         (every row keeping `constraints`, or nothing committed)."""
         if config.hudi_table_version is None:  # the profile's, for the models that set none
             config = replace(config, hudi_table_version=self.config.credentials.hudi_table_version)
+        try:  # a mistake in the model's catalog_sync fails before anything is written
+            self.config.credentials.catalog_settings(config.catalog_sync, config.catalog_database)
+        except DbtRuntimeError as err:
+            raise CompilationError(f"model '{config.name}': {err.msg}") from None
+        result, table = self._build_table(config, relation, rows, full_refresh, constraints)
+        # Synced after the write's pinned picture is let go: the catalog is brought to the table as
+        # it is now (another build may have committed and synced since this one's commit).
+        self._sync_catalog(config, relation, table, result["instant"])
+        return result
+
+    def _build_table(self, config: m.ModelConfig, relation: BaseRelation, rows, full_refresh: bool,
+                     constraints: Sequence[m.RowConstraint] = ()) -> Tuple[Dict[str, Any], HudiTable]:
         catalog = self.catalog
         schema, name = relation.schema, relation.identifier
         df = rows(catalog)
@@ -340,32 +365,39 @@ class HudiliteAdapter(SparkAdapter):
                 catalog.drop_view(schema, name)
             catalog.register(schema, name, table)
             if instant is None:
-                self._sync_catalog(config, relation, table, None)
-                return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}
+                return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}, table
             metadata = table.commit_metadata(instant)
             try:
                 table.run_services(plan.services)
             except Exception as err:  # noqa: BLE001 - the build is committed; the next one runs them again
                 logger.warning(f"model '{config.name}': table services after the commit failed, the next build runs them "
                                f"again: {err}")
-            self._sync_catalog(config, relation, table, instant)
             return {
                 "message": f"{metadata.operation} {metadata.num_writes} rows at {instant}",
                 "code": metadata.operation,
                 "rows": metadata.num_writes,
                 "instant": instant,
-            }
+            }, table
 
     # ---- catalog sync (catalog_sync/) ----------------------------------------------------------
     def _sync_catalog(self, config: m.ModelConfig, relation: BaseRelation, table: HudiTable,
                       instant: Optional[str]) -> None:
         """Bring the model's catalog entry in step with its table. A failure fails the model
-        (dbt exits non-zero) but leaves the commit standing: the next build syncs again."""
-        settings = self.config.credentials.catalog_settings(config.catalog_sync, config.catalog_database)
-        if not settings.enabled:
-            return
+        (dbt exits non-zero) but leaves the commit standing: the next build syncs again. A model
+        taken out of the catalog has its entry removed."""
+        credentials = self.config.credentials
+        if not credentials.catalog_settings().enabled and not config.catalog_sync:
+            return  # no catalog in the profile, none in the model: nothing to read or write
+        settings = credentials.catalog_settings(config.catalog_sync, config.catalog_database)
         database, name = settings.database_of(relation.schema), relation.identifier.lower()
+        table.context.storage.refresh()
         try:
+            if not settings.enabled:  # taken out of the catalog: its entry goes
+                record = synced_as(table)
+                if record is not None:
+                    self._drop_synced(relation.schema, relation.identifier, record, location_uri(table.path))
+                    forget(table)
+                return
             with _connected(settings) as catalog:
                 result = sync_table(catalog, table, database, name, settings.meta_columns, self.catalog.spark.version)
         except Exception as err:  # noqa: BLE001 - the catalog's own errors name the cause
@@ -376,21 +408,31 @@ class HudiliteAdapter(SparkAdapter):
             ) from None
         logger.info(f"model '{config.name}': catalog {result}")
 
-    def _unsync_catalog(self, schema: str, names: Sequence[str], drop_database: bool = False) -> None:
-        """Remove the entries of tables that are dropped or renamed (the profile's catalog and naming)."""
-        settings = self.config.credentials.catalog_settings()
-        if not settings.enabled or not names and not drop_database:
+    def _drop_synced(self, schema: str, name: str, record: Optional[Tuple[str, ...]], location: Optional[str]) -> None:
+        """Remove the entry a table was synced to: its storage's `record` (kind, database, name,
+        location), or with none the profile's catalog and naming; only an entry at the table's place."""
+        settings = self.config.credentials.catalog_settings(record[0] if record else None)
+        if not settings.enabled:
             return
-        database = settings.database_of(schema)
+        database, entry = (record[1], record[2]) if record else (settings.database_of(schema), name.lower())
+        location = record[3] if record else location
+        with _connected(settings) as catalog:
+            drop_entry(catalog, database, entry, location)
+
+    def _unsync_catalog(self, schema: str, tables: Sequence[Tuple[str, Optional[Tuple[str, ...]], Optional[str]]],
+                        drop_database: bool = False) -> None:
+        """Remove the entries of dropped tables: (name, sync record, location) read before the drop."""
+        settings = self.config.credentials.catalog_settings()
         try:
-            with _connected(settings) as catalog:
-                for name in names:
-                    drop_entry(catalog, database, name.lower())
-                if drop_database:
-                    catalog.drop_database_if_empty(database)
+            for name, record, location in tables:
+                self._drop_synced(schema, name, record, location)
+            if drop_database and settings.enabled:
+                with _connected(settings) as catalog:
+                    catalog.drop_database_if_empty(settings.database_of(schema))
         except Exception as err:  # noqa: BLE001
-            raise DbtRuntimeError(f"{schema}: {', '.join(names) or 'the schema'} dropped from storage, but removing "
-                                  f"{'them' if len(names) > 1 else 'it'} from the {settings.kind} catalog failed: {err}") from None
+            names = ", ".join(n for n, _, _ in tables) or "the schema"
+            raise DbtRuntimeError(f"{schema}: {names} dropped from storage, but removing it from the catalog "
+                                  f"failed: {err}") from None
 
     @staticmethod
     def _carry_out(plan: m.BuildPlan, table: HudiTable, df, constraints: Sequence[m.RowConstraint] = (),

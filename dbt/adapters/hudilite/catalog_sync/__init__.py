@@ -4,7 +4,7 @@ SQL find them (`entry`: what a catalog holds for a table; `changes`: which parti
 since the last sync; `sync`: the operation; `hive`, `glue`: the catalogs)."""
 
 from .client import GLUE, HIVE, NONE, Catalog, CatalogSettings, CatalogSyncError
-from .sync import SyncResult, connect, drop_entry, location_uri, sync_table
+from .sync import SyncResult, connect, drop_entry, forget, location_uri, sync_table, synced_as
 
-__all__ = ["GLUE", "HIVE", "NONE", "Catalog", "CatalogSettings", "CatalogSyncError", "SyncResult", "connect", "drop_entry",
-           "location_uri", "sync_table"]
+__all__ = ["GLUE", "HIVE", "NONE", "Catalog", "CatalogSettings", "CatalogSyncError", "SyncResult", "connect", "drop_entry", "forget",
+           "location_uri", "sync_table", "synced_as"]

@@ -21,7 +21,8 @@ class SyncPoint:
 
     @classmethod
     def of(cls, parameters: Dict[str, str]) -> "SyncPoint":
-        return cls(parameters.get(LAST_SYNCED), parameters.get(LAST_SYNCED_COMPLETION), parameters.get(PENDING_AT_SYNC))
+        return cls(parameters.get(LAST_SYNCED) or None, parameters.get(LAST_SYNCED_COMPLETION) or None,
+                   parameters.get(PENDING_AT_SYNC) or None)
 
     def parameters(self) -> Dict[str, str]:
         """As table parameters; an absent value is written empty (a catalog keeps keys once set)."""
@@ -49,7 +50,10 @@ def partition_changes(timeline, since: SyncPoint) -> PartitionChanges:
                       min(pending) if pending else None)
     view = timeline.view()
     active = {i.timestamp for i, _ in commits}
-    if since.instant is None or since.instant not in active:
+    # Off the timeline (first sync, archived, rolled back, another table's), or a write pending at
+    # the last sync now gone from it (archived before this sync saw it): every partition is compared.
+    gone_pending = since.pending is not None and since.pending not in active and since.pending not in pending
+    if since.instant is None or since.instant not in active or gone_pending:
         return PartitionChanges(True, frozenset(p for p, ids in view.live_file_ids().items() if ids), frozenset(), point)
     touched = set()
     for instant, metadata in commits:

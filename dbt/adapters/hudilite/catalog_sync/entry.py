@@ -52,7 +52,7 @@ class TableEntry:
         (a catalog cannot change a table's partition keys: a new layout is a new entry)."""
         return (tuple((n.lower(), t.lower()) for n, t in partition_keys)
                 == tuple((n.lower(), t.lower()) for n, t in self.partition_keys)
-                and _same_location(location or "", self.location))
+                and same_location(location or "", self.location))
 
 
 def catalog_type(dtype: T.DataType) -> str:
@@ -81,15 +81,24 @@ def catalog_type(dtype: T.DataType) -> str:
 
 
 def table_entry(database: str, name: str, location: str, schema: T.StructType, partition_fields: Sequence[str],
-                meta_columns: bool = True, spark_version: Optional[str] = None) -> TableEntry:
+                meta_columns: bool = True, spark_version: Optional[str] = None,
+                formatted_fields: Sequence[str] = ()) -> TableEntry:
     """The entry Hudi's sync writes for a Copy-On-Write table of this schema: the five meta
     columns first (unless `meta_columns` is false, or the table keeps none), then the data
-    columns less the partition fields, which are the partition keys typed as their columns."""
+    columns less the partition fields, which are the partition keys typed as their columns
+    (`formatted_fields`: partition fields whose folders hold formatted text, a timestamp key
+    generator's, are strings). Names are the schema's, however `partition_fields` spells them."""
     by_name = {f.name.lower(): f for f in schema.fields}
+    formatted = {f.lower() for f in formatted_fields}
+    keys = []
+    for p in partition_fields:
+        found = by_name.get(p.lower())
+        if found is None or p.lower() in formatted:
+            found = T.StructField(found.name if found else p, T.StringType(), found is None or found.nullable)
+        keys.append(found)
     partition_set = {p.lower() for p in partition_fields}
     data = [f for f in schema.fields if f.name.lower() not in partition_set and f.name not in META_COLUMNS]
     meta = [T.StructField(c, T.StringType(), True) for c in META_COLUMNS] if meta_columns else []
-    keys = [by_name.get(p.lower(), T.StructField(p, T.StringType(), False)) for p in partition_fields]
     columns = []
     for f in meta + data:
         try:
@@ -104,21 +113,27 @@ def table_entry(database: str, name: str, location: str, schema: T.StructType, p
     parts = [spark_schema[i:i + SCHEMA_PART_LENGTH] for i in range(0, len(spark_schema), SCHEMA_PART_LENGTH)]
     parameters["spark.sql.sources.schema.numParts"] = str(len(parts))
     parameters.update({f"spark.sql.sources.schema.part.{i}": part for i, part in enumerate(parts)})
-    if partition_fields:
-        parameters["spark.sql.sources.schema.numPartCols"] = str(len(partition_fields))
-        parameters.update({f"spark.sql.sources.schema.partCol.{i}": p for i, p in enumerate(partition_fields)})
+    if keys:
+        parameters["spark.sql.sources.schema.numPartCols"] = str(len(keys))
+        parameters.update({f"spark.sql.sources.schema.partCol.{i}": f.name for i, f in enumerate(keys)})
     serde = {"serialization.format": "1", "path": location, "hoodie.query.as.ro.table": "false"}
     return TableEntry(database, name, location, tuple(columns), partition_keys, parameters, serde)
 
 
 def partition_values(path: str, fields: Sequence[str]) -> List[str]:
-    """A partition's values from its relative path, as Hudi's MultiPartKeysValueExtractor reads
-    them (each folder's text after `=`, or the whole folder name); a path of another depth
-    than the fields is refused."""
+    """A partition's values from its relative path: one folder per field, less a `field=` prefix
+    (Hive style); for one field over several folders (a timestamp key generator's `yyyy/MM/dd`),
+    the folders joined by `-`, as Hudi's SinglePartPartitionValueExtractor reads them."""
     parts = path.split("/") if path else []
-    if len(parts) != len(fields):
-        raise ValueError(f"partition path '{path}' does not have one folder per partition field {list(fields)}")
-    return [part.split("=", 1)[1] if "=" in part else part for part in parts]
+
+    def value(part: str, field: str) -> str:
+        prefix = f"{field}="
+        return part[len(prefix):] if part.lower().startswith(prefix.lower()) else part
+    if len(parts) == len(fields):
+        return [value(part, f) for part, f in zip(parts, fields)]
+    if len(fields) == 1 and parts:
+        return ["-".join(value(part, fields[0]) for part in parts)]
+    raise ValueError(f"partition path '{path}' does not have one folder per partition field {list(fields)}")
 
 
 def values_of_name(name: str) -> Tuple[str, ...]:
@@ -128,7 +143,7 @@ def values_of_name(name: str) -> Tuple[str, ...]:
                  for part in name.split("/"))
 
 
-def _same_location(a: str, b: str) -> bool:
+def same_location(a: str, b: str) -> bool:
     """Locations equal but for a trailing slash and `file:` spelled with one or three slashes."""
     def plain(value: str) -> str:
         value = value.rstrip("/")

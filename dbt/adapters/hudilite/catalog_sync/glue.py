@@ -3,7 +3,7 @@ sizes of Hudi's AwsGlueCatalogSyncTool. Tried against a local Glue mock only, no
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from .client import CatalogSyncError, CatalogTable
 from .entry import EXTERNAL_TABLE, INPUT_FORMAT, OUTPUT_FORMAT, SERDE, TableEntry
@@ -21,7 +21,8 @@ class GlueCatalog:
             import boto3  # noqa: PLC0415 - an optional extra
         except ImportError:
             raise CatalogSyncError("catalog_sync: glue needs boto3: pip install 'dbt-hudilite[glue]'") from None
-        self._glue = boto3.client("glue", region_name=region, endpoint_url=endpoint)
+        # a session of its own: boto3's default session is not safe across dbt's threads
+        self._glue = boto3.session.Session().client("glue", region_name=region, endpoint_url=endpoint)
         self.where = f"AWS Glue ({endpoint or region or 'default region'})"
 
     def close(self) -> None:
@@ -68,7 +69,18 @@ class GlueCatalog:
         self._glue.create_table(DatabaseName=entry.database, TableInput=self._input(entry, dict(entry.parameters)))
 
     def alter_table(self, entry: TableEntry, parameters: Dict[str, str], cascade: bool) -> None:
+        """`cascade`: every partition takes the new columns too (Glue keeps a schema per partition,
+        which Athena checks against the table's)."""
         self._glue.update_table(DatabaseName=entry.database, TableInput=self._input(entry, parameters), SkipArchive=True)
+        if not cascade:
+            return
+        items = sorted(self.partitions(entry).items())
+        for start in range(0, len(items), CREATE_BATCH):
+            reply = self._glue.batch_update_partition(DatabaseName=entry.database, TableName=entry.name, Entries=[
+                {"PartitionValueList": list(values),
+                 "PartitionInput": {"Values": list(values), "StorageDescriptor": self._descriptor(entry, location)}}
+                for values, location in items[start:start + CREATE_BATCH]])
+            _refuse_errors(reply, "EntityNotFoundException", f"updating the partitions of {entry.database}.{entry.name}")
 
     def drop_table(self, database: str, name: str) -> bool:
         try:
@@ -79,10 +91,10 @@ class GlueCatalog:
                 return False
             raise
 
-    def partitions(self, entry: TableEntry) -> Set[Tuple[str, ...]]:
-        pages = self._glue.get_paginator("get_partitions").paginate(
-            DatabaseName=entry.database, TableName=entry.name, ExcludeColumnSchema=True)
-        return {tuple(p["Values"]) for page in pages for p in page["Partitions"]}
+    def partitions(self, entry: TableEntry) -> Dict[Tuple[str, ...], str]:
+        pages = self._glue.get_paginator("get_partitions").paginate(DatabaseName=entry.database, TableName=entry.name)
+        return {tuple(p["Values"]): p.get("StorageDescriptor", {}).get("Location", "")
+                for page in pages for p in page["Partitions"]}
 
     def add_partitions(self, entry: TableEntry, paths: Dict[Tuple[str, ...], str]) -> None:
         items = sorted(paths.items())

@@ -3,10 +3,10 @@ library ships, `pip install 'dbt-hudilite[hive]'`), with the calls Hudi's HMS sy
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlparse
 
-from .entry import EXTERNAL_TABLE, INPUT_FORMAT, OUTPUT_FORMAT, SERDE, TableEntry, values_of_name
+from .entry import EXTERNAL_TABLE, INPUT_FORMAT, OUTPUT_FORMAT, SERDE, TableEntry
 from .client import CatalogSyncError, CatalogTable
 
 ADD_BATCH = 1000  # partitions per add_partitions request, as Hudi's hive_sync.batch_num
@@ -106,8 +106,10 @@ class HiveMetastore:
                 return False
             raise
 
-    def partitions(self, entry: TableEntry) -> Set[Tuple[str, ...]]:
-        return {values_of_name(n) for n in self._client.get_partition_names(entry.database, entry.name, -1)}
+    def partitions(self, entry: TableEntry) -> Dict[Tuple[str, ...], str]:
+        """Every partition's values and location (a full sync's one read of them)."""
+        return {tuple(p.values): p.sd.location if p.sd else ""
+                for p in self._client.get_partitions(entry.database, entry.name, -1)}
 
     def add_partitions(self, entry: TableEntry, paths: Dict[Tuple[str, ...], str]) -> None:
         t = self._types
