@@ -123,7 +123,7 @@ class GlueCatalog:
             raise
 
     def drop_database_if_empty(self, database: str) -> None:
-        if self.tables(database):
+        if database == "default" or self.tables(database):  # the catalog's own database stays
             return
         try:
             self._glue.delete_database(Name=database)

@@ -139,7 +139,7 @@ class HiveMetastore:
             raise
 
     def drop_database_if_empty(self, database: str) -> None:
-        if self.tables(database):
+        if database == "default" or self.tables(database):  # the catalog's own database stays
             return
         try:
             self._client.drop_database(database, False, False)
