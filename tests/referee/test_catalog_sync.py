@@ -47,9 +47,14 @@ RELAYOUT = """
 select id, concat('p', cast(id % 2 as string)) as p, concat('q', cast(id % 3 as string)) as q
 from range(0, 4 + {{ var('day', 1) }}) t(id)
 """
-MODELS = {"events.sql": EVENTS, "daily.sql": DAILY, "regions.sql": REGIONS, "customers.sql": CUSTOMERS,
+EVOLVING = """
+{{ config(materialized='incremental', unique_key='id', on_schema_change='append_new_columns') }}
+select id, cast(id * 10 as int) as amount{% if var('day', 1) > 1 %}, concat('ch', cast(id as string)) as channel{% endif %}
+from range({{ var('day', 1) }}, {{ var('day', 1) }} + 2) t(id)
+"""
+MODELS = {"evolving.sql": EVOLVING, "events.sql": EVENTS, "daily.sql": DAILY, "regions.sql": REGIONS, "customers.sql": CUSTOMERS,
           "relayout.sql": RELAYOUT}
-COLUMNS = {"events": "id, name, day, amount, at", "daily": "day, n, written_on", "regions": "region, day",
+COLUMNS = {"evolving": None, "events": "id, name, day, amount, at", "daily": "day, n, written_on", "regions": "region, day",
            "customers": "customer_id, name, seen", "relayout": "id, p, q"}
 
 
@@ -108,15 +113,15 @@ class TestSyncedToAHiveMetastore(HudiliteProject):
         return MODELS
 
     def ours(self, project, name):
-        columns = COLUMNS[name]
-        df = project.adapter.catalog.spark.sql(f"select {columns} from {project.test_schema}.{name}")
-        return plain_rows(df.collect(), df.columns)
+        df = project.adapter.catalog.spark.sql(f"select {COLUMNS[name] or '*'} from {project.test_schema}.{name}")
+        return df.columns, plain_rows(df.collect(), df.columns)
 
     def assert_readers_agree(self, project, catalogs):
         uri, trino_port, reader = catalogs
         database = project.test_schema.lower()
-        for name, columns in COLUMNS.items():
-            ours = self.ours(project, name)
+        for name in COLUMNS:
+            names, ours = self.ours(project, name)
+            columns = ", ".join(names)  # the model's columns as they are now (evolving: a new one on day 2)
             assert ours, name
             assert trino_rows(trino_port, f"select {columns} from {database}.{name}") == ours, f"Trino read {name}"
             reader.sql(f"refresh table {database}.{name}")  # a long-lived session caches a table's files
@@ -145,6 +150,7 @@ class TestSyncedToAHiveMetastore(HudiliteProject):
 
         run_dbt(["run", "--vars", "{day: 2}"])
         self.assert_readers_agree(project, catalogs)
+        assert self.ours(project, "evolving")[0] == ["id", "amount", "channel"]  # the new column, read by name too
         # the table rebuild replaced region north: its partition is dropped, west is added
         assert self.partitions(uri, project, "regions")[0] == [("south",), ("west",)]
         assert [v for v, in self.partitions(uri, project, "daily")[0]] == ["2026-11-20", "2026-11-21", "2026-11-22"]
