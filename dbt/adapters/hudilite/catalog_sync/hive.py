@@ -23,6 +23,36 @@ def _thrift():
     return ThriftHiveMetastore, ttypes, TBinaryProtocol, TSocket, TTransport
 
 
+class _Missing(CatalogSyncError):
+    """The metastore has no such database, table or partition."""
+
+
+class _Exists(CatalogSyncError):
+    """The metastore has it already."""
+
+
+class _Calls:
+    """The Thrift client's calls, each failure turned into a CatalogSyncError naming the metastore
+    and the call (Thrift's own exceptions are immutable: they cannot pass a `with` block, which sets
+    their traceback)."""
+
+    def __init__(self, client, types, where: str):
+        self._client, self._types, self._where = client, types, where
+
+    def __getattr__(self, name: str):
+        method = getattr(self._client, name)
+
+        def call(*args):
+            try:
+                return method(*args)
+            except Exception as err:  # noqa: BLE001 - re-raised as ours, with its message
+                message = getattr(err, "message", None) or str(err) or type(err).__name__
+                kind = (_Missing if isinstance(err, self._types.NoSuchObjectException) else
+                        _Exists if isinstance(err, self._types.AlreadyExistsException) else CatalogSyncError)
+                raise kind(f"{self._where}: {name}: {message}") from None
+        return call
+
+
 class HiveMetastore:
     """One connection to a metastore at `thrift://host:port`."""
 
@@ -36,8 +66,8 @@ class HiveMetastore:
         sock = socket.TSocket(parsed.hostname, parsed.port or 9083)
         sock.setTimeout(int(timeout_seconds * 1000))
         self._transport = transport.TBufferedTransport(sock)
-        self._client = service.Client(protocol.TBinaryProtocol(self._transport))
         self.where = f"Hive metastore {parsed.hostname}:{parsed.port or 9083}"
+        self._client = _Calls(service.Client(protocol.TBinaryProtocol(self._transport)), self._types, self.where)
         try:
             self._transport.open()
         except Exception as err:  # noqa: BLE001 - Thrift's transport errors name the cause
@@ -46,8 +76,9 @@ class HiveMetastore:
     def close(self) -> None:
         self._transport.close()
 
-    def _missing(self, err: Exception) -> bool:
-        return isinstance(err, self._types.NoSuchObjectException)
+    @staticmethod
+    def _missing(err: Exception) -> bool:
+        return isinstance(err, _Missing)
 
     def ensure_database(self, name: str) -> None:
         try:
@@ -58,7 +89,7 @@ class HiveMetastore:
             try:
                 self._client.create_database(self._types.Database(name=name, description="made by dbt-hudilite",
                                                                   parameters={}))
-            except self._types.AlreadyExistsException:
+            except _Exists:
                 pass  # another build made it meanwhile
 
     def get_table(self, database: str, name: str) -> Optional[CatalogTable]:
