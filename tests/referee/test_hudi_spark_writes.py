@@ -436,7 +436,7 @@ def test_hudi_writer_keys_a_timestamp_as_we_do(spark, hudi_spark, tmp_path):
     assert table.validate() == []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # pytest runs the referee tests release by release: one table for all
 def killed_between_deltacommits(spark, tmp_path_factory):
     """A keyed table whose upsert was killed after the metadata table's deltacommit completed
     and before the data instant did (one process, read by every Hudi version): the table and
