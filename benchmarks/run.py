@@ -10,6 +10,7 @@ the same run, as a markdown table, a raw JSON log and PNG charts in benchmarks/r
     .venv/bin/python benchmarks/run.py --only s3  # a local S3 server against local disk, requests per commit (`s3.py`)
     .venv/bin/python benchmarks/run.py --only dbt_hudi  # the demo against dbt-spark with file_format hudi
     .venv/bin/python benchmarks/run.py --only catalog  # catalog sync into a Hive metastore at 10,000 partitions
+    .venv/bin/python benchmarks/run.py --check  # the README's rows at small sizes: exit 1 if a ratio is 25% worse
 
 Workloads: appends, merges (delta-rs, Spark full rewrite), scaling (upsert and index lookup
 against table size), overwrite (one partition), dbt (the demo against dbt-spark parquet, and
@@ -34,6 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import catalog_sync as catalog_run  # noqa: E402
+import check as readme_check  # noqa: E402
 import charts  # noqa: E402
 import dbt_runs  # noqa: E402
 import hudi_peer  # noqa: E402
@@ -64,6 +66,8 @@ def commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and no dbt demo (under 2 minutes)")
+    parser.add_argument("--check", action="store_true",
+                        help="the README's rows at small sizes; exit 1 when a ratio is more than 25%% worse than published")
     parser.add_argument("--only", nargs="+", choices=ALL + (SCALE, HUDI, DBT_HUDI, S3, CATALOG), default=list(ALL))
     parser.add_argument("--rounds", type=int, help="measured rounds of every comparison but the upserts (default 3, appends 5, insert_overwrite 11; quick 2); the scaling upserts run scaling_rounds (7)")
     parser.add_argument("--scale", type=float, nargs="?", const=0.0, default=1.0,
@@ -71,6 +75,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.scale == 0.0:
         args.only, args.scale = [SCALE], 1.0
+    if args.check:
+        args.quick, args.only = True, readme_check.workloads()
     scale = QUICK if args.quick else Scale()
     if args.rounds:
         scale.rounds = scale.append_rounds = scale.overwrite_rounds = args.rounds
@@ -158,6 +164,10 @@ def main() -> None:
                    "results": [r.as_dict() for r in bench.results], "curves": bench.curves, "log": log_lines}, f, indent=1)
     print("\n" + head + "\n\n" + table)
     print(f"\nwritten: benchmarks/results/run-{stamp}.md, .json" + "".join(f", {os.path.basename(p)}" for _, p in pictures))
+    if args.check:
+        print("\nthe README's rows at small sizes (--check):")
+        if not readme_check.check(bench.results, print):
+            sys.exit(1)
 
 
 if __name__ == "__main__":
