@@ -158,7 +158,6 @@ def _launch_jvm(settings: Dict[str, str], log_dir: str) -> None:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    check_java()
     os.makedirs(log_dir, exist_ok=True)
     log4j = os.path.join(log_dir, "log4j2-hudilite.properties")
     with open(log4j, "w") as f:
@@ -168,5 +167,9 @@ def _launch_jvm(settings: Dict[str, str], log_dir: str) -> None:
         settings["spark.driver.extraJavaOptions"] = f"{java_options} -Dlog4j2.configurationFile=file:{log4j}".strip()
     conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
     with open(os.path.join(log_dir, SPARK_LOG), "ab") as log:
-        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        except Exception:
+            check_java()  # asked only when the JVM did not start (`java -version` costs a process): names a Java problem
+            raise
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)

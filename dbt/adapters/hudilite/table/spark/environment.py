@@ -68,7 +68,7 @@ def check_python_workers(spark) -> None:
     context = spark.sparkContext
     if id(context) in _checked_contexts:
         return
-    if str(context.master).startswith("local"):
+    if str(context.master).startswith("local") and not _is_this_python(context.pythonExec or "python3"):
         python = context.pythonExec or "python3"
         try:
             works = subprocess.run([python, "-c", "import pyarrow"], capture_output=True, timeout=120).returncode == 0
@@ -79,6 +79,14 @@ def check_python_workers(spark) -> None:
                 f"Spark's Python workers run {python!r}, which cannot import pyarrow: set PYSPARK_PYTHON={sys.executable} "
                 "(or spark.pyspark.python) before the SparkSession starts, or install pyarrow for that Python")
     _checked_contexts.add(id(context))
+
+
+def _is_this_python(python: str) -> bool:
+    """Whether the workers' Python is the driver's own (the adapter's default), which imports
+    pyarrow already: then no process is started to ask it (a third of a second per dbt command).
+    Paths compare unresolved: two virtualenvs share a resolved interpreter, not their packages."""
+    found = shutil.which(python) or python
+    return os.path.abspath(found) == os.path.abspath(sys.executable)
 
 
 def _check_connect_workers(spark) -> None:
