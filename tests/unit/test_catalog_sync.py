@@ -8,7 +8,8 @@ from typing import Dict, Tuple
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.hudilite.catalog_sync import CatalogSettings, CatalogSyncError, sync_table, synced_as
+from dbt.adapters.hudilite.catalog_sync import (CatalogRefusal, CatalogSettings, CatalogSyncError, mark_unsynced,
+                                                sync_table, synced_as)
 from dbt.adapters.hudilite.catalog_sync.changes import SyncPoint, partition_changes
 from dbt.adapters.hudilite.catalog_sync.client import CatalogTable
 from dbt.adapters.hudilite.catalog_sync.entry import (CatalogTypeError, catalog_type, partition_values, spark_schema,
@@ -87,6 +88,8 @@ def test_the_layout_check_names_a_new_entry():
     assert entry.same_layout([("REGION", "STRING")], "file:///lake/t/")
     assert not entry.same_layout([("day", "date")], "file:/lake/t")
     assert not entry.same_layout([("region", "string")], "file:/lake/other")
+    s3 = table_entry("db", "t", "s3://lake/t", SCHEMA, ["region"])
+    assert s3.same_layout([("region", "string")], "s3a://lake/t")  # Hudi's own sync wrote its writer's spelling
 
 
 def test_settings_refuse_what_cannot_work():
@@ -271,7 +274,7 @@ def test_a_change_the_catalog_refuses_makes_the_entry_again(tmp_path):
     class Refusing(MemoryCatalog):
         def alter_table(self, entry, parameters, cascade):
             if cascade:
-                raise RuntimeError("The following columns have types incompatible with the existing columns")
+                raise CatalogRefusal("The following columns have types incompatible with the existing columns")
             super().alter_table(entry, parameters, cascade)
 
     catalog = Refusing()
@@ -281,3 +284,30 @@ def test_a_change_the_catalog_refuses_makes_the_entry_again(tmp_path):
     result = sync_table(catalog, table, "db", "t")
     assert result.created and result.full
     assert dict(catalog.tables[("db", "t")]["entry"].columns)["id"] == "string" and catalog.held() == {("a",)}
+
+
+def test_a_timeout_is_not_a_refusal_and_an_entry_this_table_made_elsewhere_is_moved(tmp_path):
+    class TimingOut(MemoryCatalog):
+        def alter_table(self, entry, parameters, cascade):
+            if cascade:
+                raise CatalogSyncError("Hive metastore h:9083: alter_table_with_environment_context: timed out")
+            super().alter_table(entry, parameters, cascade)
+
+    catalog = TimingOut()
+    table = Table(Timeline([commit("001", {"region=a": "f1"})]), tmp_path / "old")
+    sync_table(catalog, table, "db", "t")
+    table.schema = lambda: T.StructType([T.StructField("id", T.StringType()), T.StructField("region", T.StringType())])
+    with pytest.raises(CatalogSyncError, match="timed out"):
+        sync_table(catalog, table, "db", "t")
+    assert catalog.held() == {("a",)}  # the entry is not dropped for a call that did not answer
+    # the table's folder moved (its record travels with it): its own entry is registered again
+    (tmp_path / "old").rename(tmp_path / "new")
+    moved = Table(Timeline([commit("001", {"region=a": "f1"})]), tmp_path / "new")
+    assert sync_table(catalog, moved, "db", "t").created
+    assert catalog.tables[("db", "t")]["entry"].location == f"file:{tmp_path}/new"
+
+
+def test_a_table_kept_out_of_catalogs_is_recorded_so(tmp_path):
+    table = Table(Timeline([commit("001", {"region=a": "f1"})]), tmp_path)
+    mark_unsynced(table)
+    assert synced_as(table)[0] == "none"

@@ -238,6 +238,9 @@ def _sync(args) -> int:
                 try:
                     table = storage.open(schema, name)
                     record = synced_as(table)  # a model with its own catalog_database keeps it
+                    if record is not None and record[0] == "none":
+                        print(f"{schema}.{name}: kept out of catalogs (catalog_sync=false)")
+                        continue
                     database, entry = record[1:3] if record and record[0] == settings.kind else \
                         (settings.database_of(schema), name.lower())
                     print(sync_table(catalog, table, database, entry, settings.meta_columns))

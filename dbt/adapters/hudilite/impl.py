@@ -23,7 +23,7 @@ from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntime
 
 from . import materialize as m
 from .catalog.storage_catalog import StorageCatalog
-from .catalog_sync import CatalogSettings, connect, drop_entry, forget, location_uri, sync_table, synced_as
+from .catalog_sync import CatalogSettings, connect, drop_entry, location_uri, mark_unsynced, sync_table, synced_as
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .sql.dml import run_statement
@@ -176,8 +176,12 @@ class HudiliteAdapter(SparkAdapter):
             return []
         out = []
         for name in names:
-            table = self.catalog.open(schema, name)
-            out.append((name, synced_as(table) if table else None, location_uri(table.path) if table else None))
+            try:
+                table = self.catalog.open(schema, name)
+            except Exception:  # noqa: BLE001 - a table that cannot be opened is still dropped; its entry by name
+                table = None
+            location = location_uri(table.path if table else self.catalog.table_path(schema, name))
+            out.append((name, synced_as(table) if table else None, location))
         return out
 
     def _get_columns_for_catalog(self, relation: BaseRelation):
@@ -394,9 +398,10 @@ class HudiliteAdapter(SparkAdapter):
         try:
             if not settings.enabled:  # taken out of the catalog: its entry goes
                 record = synced_as(table)
-                if record is not None:
-                    self._drop_synced(relation.schema, relation.identifier, record, location_uri(table.path))
-                    forget(table)
+                if record is None or record[0] != "none":
+                    if record is not None:
+                        self._drop_synced(relation.schema, relation.identifier, record, location_uri(table.path))
+                    mark_unsynced(table)  # `hudilite sync` leaves it out too
                 return
             with _connected(settings) as catalog:
                 result = sync_table(catalog, table, database, name, settings.meta_columns, self.catalog.spark.version)

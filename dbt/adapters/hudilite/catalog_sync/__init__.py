@@ -3,8 +3,8 @@ commit, as Hudi's own sync tools register theirs, so that Trino, Athena, Presto,
 SQL find them (`entry`: what a catalog holds for a table; `changes`: which partitions changed
 since the last sync; `sync`: the operation; `hive`, `glue`: the catalogs)."""
 
-from .client import GLUE, HIVE, NONE, Catalog, CatalogSettings, CatalogSyncError
-from .sync import SyncResult, connect, drop_entry, forget, location_uri, sync_table, synced_as
+from .client import GLUE, HIVE, NONE, Catalog, CatalogRefusal, CatalogSettings, CatalogSyncError
+from .sync import SyncResult, connect, drop_entry, location_uri, mark_unsynced, sync_table, synced_as
 
-__all__ = ["GLUE", "HIVE", "NONE", "Catalog", "CatalogSettings", "CatalogSyncError", "SyncResult", "connect", "drop_entry", "forget",
+__all__ = ["GLUE", "HIVE", "NONE", "Catalog", "CatalogRefusal", "CatalogSettings", "CatalogSyncError", "SyncResult", "connect", "drop_entry", "mark_unsynced",
            "location_uri", "sync_table", "synced_as"]

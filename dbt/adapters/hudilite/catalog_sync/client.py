@@ -15,6 +15,11 @@ class CatalogSyncError(Exception):
     """A catalog could not be reached or refused a change (the table itself is not touched)."""
 
 
+class CatalogRefusal(CatalogSyncError):
+    """The catalog answered and refused the change itself (a column type it will not convert),
+    as opposed to failing to answer: only this makes an entry worth registering again."""
+
+
 @dataclass(frozen=True)
 class CatalogTable:
     """What a catalog holds for a name, as far as sync reads it."""

@@ -7,7 +7,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlparse
 
 from .entry import EXTERNAL_TABLE, INPUT_FORMAT, OUTPUT_FORMAT, SERDE, TableEntry
-from .client import CatalogSyncError, CatalogTable
+from .client import CatalogRefusal, CatalogSyncError, CatalogTable
 
 ADD_BATCH = 1000  # partitions per add_partitions request, as Hudi's hive_sync.batch_num
 
@@ -48,7 +48,8 @@ class _Calls:
             except Exception as err:  # noqa: BLE001 - re-raised as ours, with its message
                 message = getattr(err, "message", None) or str(err) or type(err).__name__
                 kind = (_Missing if isinstance(err, self._types.NoSuchObjectException) else
-                        _Exists if isinstance(err, self._types.AlreadyExistsException) else CatalogSyncError)
+                        _Exists if isinstance(err, self._types.AlreadyExistsException) else
+                        CatalogRefusal if isinstance(err, self._types.InvalidOperationException) else CatalogSyncError)
                 raise kind(f"{self._where}: {name}: {message}") from None
         return call
 

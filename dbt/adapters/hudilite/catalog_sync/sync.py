@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from .changes import SyncPoint, partition_changes
-from .client import GLUE, HIVE, Catalog, CatalogSettings, CatalogSyncError
+from .client import GLUE, HIVE, NONE, Catalog, CatalogRefusal, CatalogSettings, CatalogSyncError
 from .entry import TableEntry, partition_values, same_location, table_entry
 
 
@@ -69,9 +69,10 @@ def _remember(table, kind: str, database: str, name: str, location: str) -> None
                                                      "location": location}))
 
 
-def forget(table) -> None:
-    if table.storage.exists(RECORD):
-        table.storage.delete_file(RECORD)
+def mark_unsynced(table) -> None:
+    """Record that the table is kept out of catalogs (`catalog_sync=false`): `hudilite sync`
+    leaves it out too."""
+    _remember(table, NONE, "", "", "")
 
 
 def formatted_partition_fields(config) -> List[str]:
@@ -97,7 +98,7 @@ def sync_table(catalog: Catalog, table, database: str, name: str, meta_columns: 
     if previous is not None and previous[0] == catalog.kind and previous[1:3] != (database, name):
         drop_entry(catalog, previous[1], previous[2], previous[3])  # moved to another database or name
     current = catalog.get_table(database, name)
-    if current is not None:
+    if current is not None and not _recorded(previous, catalog.kind, database, name, current.location):
         _check_owner(catalog, current, entry)
     if current is None:
         catalog.ensure_database(database)
@@ -109,7 +110,7 @@ def sync_table(catalog: Catalog, table, database: str, name: str, meta_columns: 
         try:
             catalog.alter_table(entry, {**current.parameters, **entry.parameters},
                                 cascade=bool(entry.partition_keys) and _columns(entry.columns) != _columns(current.columns))
-        except Exception:  # noqa: BLE001 - a change the catalog refuses (a type it will not convert)
+        except CatalogRefusal:  # a change the catalog refuses (a type it will not convert); not a timeout
             catalog.drop_table(database, name)  # made again, as Hudi 1.x's sync does on an error
             current, since = None, SyncPoint()
     changes = partition_changes(table.context.timeline, since)
@@ -135,6 +136,13 @@ def sync_table(catalog: Catalog, table, database: str, name: str, meta_columns: 
         catalog.alter_table(entry, parameters, cascade=False)
     _remember(table, catalog.kind, database, name, location)
     return SyncResult(database, name, current is None, changes.full, added, dropped, changes.point.instant)
+
+
+def _recorded(previous, kind: str, database: str, name: str, location: Optional[str]) -> bool:
+    """Whether the entry at the name is the one this table's record says it made (a table that
+    moved since: its entry is registered again at the new place)."""
+    return (previous is not None and previous[:3] == (kind, database, name)
+            and same_location(previous[3], location or ""))
 
 
 def _check_owner(catalog: Catalog, current, entry: TableEntry) -> None:
