@@ -20,6 +20,10 @@ CUSTOMERS = """
 {{ config(materialized='incremental', unique_key='customer_id', catalog_database='marts') }}
 select id as customer_id, {{ var('day', 1) }} as seen from range({{ var('day', 1) }}, {{ var('day', 1) }} + 3) t(id)
 """
+EVOLVING = """
+{{ config(materialized='incremental', partition_by='region', on_schema_change='append_new_columns') }}
+select 'north' as region, {{ var('day', 1) }} as day{% if var('day', 1) > 1 %}, 'web' as channel{% endif %}
+"""
 UNSYNCED = """
 {{ config(materialized='table', catalog_sync=false) }}
 select 1 as id
@@ -53,7 +57,7 @@ class TestSyncedToGlue(HudiliteProject):
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"regions.sql": REGIONS, "customers.sql": CUSTOMERS, "unsynced.sql": UNSYNCED}
+        return {"regions.sql": REGIONS, "customers.sql": CUSTOMERS, "unsynced.sql": UNSYNCED, "evolving.sql": EVOLVING}
 
     def test_glue_holds_each_build(self, project, glue_endpoint):
         import boto3
@@ -87,5 +91,10 @@ class TestSyncedToGlue(HudiliteProject):
 
         run_dbt(["run", "--vars", "{day: 2}"])
         assert partitions(database, "regions") == [("south",), ("west",)]  # north's files were replaced
+        # a new column reaches the table and its partition (Athena compares the two schemas)
+        (north,) = glue.get_partitions(DatabaseName=database, TableName="evolving")["Partitions"]
+        table_columns = glue.get_table(DatabaseName=database, Name="evolving")["Table"]["StorageDescriptor"]["Columns"]
+        assert [c["Name"] for c in table_columns][-2:] == ["day", "channel"]
+        assert north["StorageDescriptor"]["Columns"] == table_columns
         assert glue.get_table(DatabaseName=database, Name="regions")["Table"]["Parameters"]["last_commit_time_sync"] \
             == self.table(project, None, "regions").timeline()[-1].timestamp
