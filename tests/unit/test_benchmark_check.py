@@ -1,13 +1,23 @@
 """`benchmarks/run.py --check`: the README's rows found in a run's results, and a ratio more than
 25% worse than the published one failing the check (no Spark: results made by hand)."""
 
+import importlib.util
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
 
-import check  # noqa: E402
-from measure import Result, Sample, Side  # noqa: E402
+
+def _load(name):
+    """A benchmarks module by its path (benchmarks/ is scripts, not a package on sys.path)."""
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", os.path.join(BENCHMARKS, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+check = _load("check")
+measure = _load("measure")
+Result, Sample, Side = measure.Result, measure.Sample, measure.Side
 
 
 def result(operation, ours, peer, peer_name="delta-rs MERGE"):
