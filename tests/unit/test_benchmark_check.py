@@ -3,6 +3,7 @@
 
 import importlib.util
 import os
+import sys
 
 BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
 
@@ -11,6 +12,7 @@ def _load(name):
     """A benchmarks module by its path (benchmarks/ is scripts, not a package on sys.path)."""
     spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", os.path.join(BENCHMARKS, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
