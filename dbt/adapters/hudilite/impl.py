@@ -23,7 +23,8 @@ from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntime
 
 from . import materialize as m
 from .catalog.storage_catalog import StorageCatalog
-from .catalog_sync import CatalogSettings, connect, drop_entry, location_uri, mark_unsynced, sync_table, synced_as
+from .catalog_sync import (CatalogSettings, connect, drop_database_if_empty, drop_entry, location_uri, mark_unsynced,
+                           sync_table, synced_as)
 from .column import HudiliteColumn
 from .connections import HudiliteConnection, HudiliteConnectionManager, catalog_for
 from .sql.dml import run_statement
@@ -433,7 +434,7 @@ class HudiliteAdapter(SparkAdapter):
                 self._drop_synced(schema, name, record, location)
             if drop_database and settings.enabled:
                 with _connected(settings) as catalog:
-                    catalog.drop_database_if_empty(settings.database_of(schema))
+                    drop_database_if_empty(catalog, settings.database_of(schema))
         except Exception as err:  # noqa: BLE001
             names = ", ".join(n for n, _, _ in tables) or "the schema"
             raise DbtRuntimeError(f"{schema}: {names} dropped from storage, but removing it from the catalog "

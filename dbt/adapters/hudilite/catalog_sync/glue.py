@@ -122,9 +122,8 @@ class GlueCatalog:
                 return []
             raise
 
-    def drop_database_if_empty(self, database: str) -> None:
-        if database == "default" or self.tables(database):  # the catalog's own database stays
-            return
+    def drop_database(self, database: str) -> None:
+        """Drop an empty database; nothing if there is none."""
         try:
             self._glue.delete_database(Name=database)
         except Exception as err:  # noqa: BLE001

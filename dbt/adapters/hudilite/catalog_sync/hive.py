@@ -170,9 +170,8 @@ class HiveMetastore:
                 return []
             raise
 
-    def drop_database_if_empty(self, database: str) -> None:
-        if database == "default" or self.tables(database):  # the catalog's own database stays
-            return
+    def drop_database(self, database: str) -> None:
+        """Drop an empty database (its tables' files are theirs); nothing if there is none."""
         try:
             self._client.drop_database(database, False, False)
         except Exception as err:  # noqa: BLE001

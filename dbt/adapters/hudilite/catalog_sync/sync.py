@@ -172,3 +172,10 @@ def drop_entry(catalog: Catalog, database: str, name: str, location: Optional[st
         if current is None or not same_location(current.location or "", location):
             return False
     return catalog.drop_table(database, name)
+
+
+def drop_database_if_empty(catalog: Catalog, database: str) -> None:
+    """After dbt drops a schema: its database, once no table is left in it (never the catalog's
+    own `default`)."""
+    if database != "default" and not catalog.tables(database):
+        catalog.drop_database(database)
