@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Tuple
 
 from .entry import TableEntry
 
@@ -18,6 +18,26 @@ class CatalogSyncError(Exception):
 class CatalogRefusal(CatalogSyncError):
     """The catalog answered and refused the change itself (a column type it will not convert),
     as opposed to failing to answer: only this makes an entry worth registering again."""
+
+
+class MissingAware:
+    """What both catalogs' clients share: a call whose object may not be there."""
+
+    def _missing(self, err: Exception) -> bool:
+        raise NotImplementedError
+
+    def _unless_missing(self, call: Callable[[], Any], default: Any = None) -> Any:
+        """`call()`, or `default` when the database, table or partition it names is not there."""
+        try:
+            return call()
+        except Exception as err:  # noqa: BLE001 - re-raised unless it says "not there"
+            if self._missing(err):
+                return default
+            raise
+
+    def _done(self, call: Callable[[], Any]) -> bool:
+        """Whether `call()` did its work: False when what it names was not there."""
+        return self._unless_missing(lambda: (call(), True)[1], default=False)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from .client import CatalogSyncError, CatalogTable
+from .client import CatalogSyncError, CatalogTable, MissingAware
 from .entry import EXTERNAL_TABLE, INPUT_FORMAT, OUTPUT_FORMAT, SERDE, TableEntry
 
 CREATE_BATCH, DELETE_BATCH = 100, 25  # BatchCreatePartition's and BatchDeletePartition's limits
@@ -13,7 +13,7 @@ CREATE_BATCH, DELETE_BATCH = 100, 25  # BatchCreatePartition's and BatchDeletePa
 GLUE_PARAMETERS = {"hudi.metadata-listing-enabled": "FALSE"}
 
 
-class GlueCatalog:
+class GlueCatalog(MissingAware):
     kind = "glue"
 
     def __init__(self, region: Optional[str] = None, endpoint: Optional[str] = None):
@@ -32,23 +32,16 @@ class GlueCatalog:
         return getattr(err, "response", {}).get("Error", {}).get("Code") == "EntityNotFoundException"
 
     def ensure_database(self, name: str) -> None:
-        try:
-            self._glue.get_database(Name=name)
-        except Exception as err:  # noqa: BLE001
-            if not self._missing(err):
-                raise
+        if self._unless_missing(lambda: self._glue.get_database(Name=name)) is None:
             try:
                 self._glue.create_database(DatabaseInput={"Name": name, "Description": "made by dbt-hudilite"})
             except self._glue.exceptions.AlreadyExistsException:
                 pass
 
     def get_table(self, database: str, name: str) -> Optional[CatalogTable]:
-        try:
-            table = self._glue.get_table(DatabaseName=database, Name=name)["Table"]
-        except Exception as err:  # noqa: BLE001
-            if self._missing(err):
-                return None
-            raise
+        table = self._unless_missing(lambda: self._glue.get_table(DatabaseName=database, Name=name)["Table"])
+        if table is None:
+            return None
         sd = table.get("StorageDescriptor", {})
         return CatalogTable(tuple((k["Name"], k["Type"]) for k in table.get("PartitionKeys", [])), sd.get("Location"),
                             dict(table.get("Parameters", {})), tuple((c["Name"], c["Type"]) for c in sd.get("Columns", [])),
@@ -83,13 +76,7 @@ class GlueCatalog:
             _refuse_errors(reply, "EntityNotFoundException", f"updating the partitions of {entry.database}.{entry.name}")
 
     def drop_table(self, database: str, name: str) -> bool:
-        try:
-            self._glue.delete_table(DatabaseName=database, Name=name)
-            return True
-        except Exception as err:  # noqa: BLE001
-            if self._missing(err):
-                return False
-            raise
+        return self._done(lambda: self._glue.delete_table(DatabaseName=database, Name=name))
 
     def partitions(self, entry: TableEntry) -> Dict[Tuple[str, ...], str]:
         pages = self._glue.get_paginator("get_partitions").paginate(DatabaseName=entry.database, TableName=entry.name)
@@ -114,21 +101,12 @@ class GlueCatalog:
             _refuse_errors(reply, "EntityNotFoundException", f"dropping partitions of {entry.database}.{entry.name}")
 
     def tables(self, database: str) -> List[str]:
-        try:
-            pages = self._glue.get_paginator("get_tables").paginate(DatabaseName=database)
-            return [t["Name"] for page in pages for t in page["TableList"]]
-        except Exception as err:  # noqa: BLE001
-            if self._missing(err):
-                return []
-            raise
+        pages = self._glue.get_paginator("get_tables").paginate(DatabaseName=database)
+        return self._unless_missing(lambda: [t["Name"] for page in pages for t in page["TableList"]], default=[])
 
     def drop_database(self, database: str) -> None:
         """Drop an empty database; nothing if there is none."""
-        try:
-            self._glue.delete_database(Name=database)
-        except Exception as err:  # noqa: BLE001
-            if not self._missing(err):
-                raise
+        self._unless_missing(lambda: self._glue.delete_database(Name=database))
 
 
 def _refuse_errors(reply: dict, harmless: str, doing: str) -> None:

@@ -7,7 +7,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlparse
 
 from .entry import EXTERNAL_TABLE, INPUT_FORMAT, OUTPUT_FORMAT, SERDE, TableEntry
-from .client import CatalogRefusal, CatalogSyncError, CatalogTable
+from .client import CatalogRefusal, CatalogSyncError, CatalogTable, MissingAware
 
 ADD_BATCH = 1000  # partitions per add_partitions request, as Hudi's hive_sync.batch_num
 
@@ -54,7 +54,7 @@ class _Calls:
         return call
 
 
-class HiveMetastore:
+class HiveMetastore(MissingAware):
     """One connection to a metastore at `thrift://host:port`."""
 
     kind = "hive"
@@ -82,11 +82,7 @@ class HiveMetastore:
         return isinstance(err, _Missing)
 
     def ensure_database(self, name: str) -> None:
-        try:
-            self._client.get_database(name)
-        except Exception as err:  # noqa: BLE001
-            if not self._missing(err):
-                raise
+        if self._unless_missing(lambda: self._client.get_database(name)) is None:
             try:
                 self._client.create_database(self._types.Database(name=name, description="made by dbt-hudilite",
                                                                   parameters={}))
@@ -94,12 +90,9 @@ class HiveMetastore:
                 pass  # another build made it meanwhile
 
     def get_table(self, database: str, name: str) -> Optional[CatalogTable]:
-        try:
-            table = self._client.get_table(database, name)
-        except Exception as err:  # noqa: BLE001
-            if self._missing(err):
-                return None
-            raise
+        table = self._unless_missing(lambda: self._client.get_table(database, name))
+        if table is None:
+            return None
         sd = table.sd
         return CatalogTable(tuple((k.name, k.type) for k in table.partitionKeys or []), sd.location if sd else None,
                             dict(table.parameters or {}), tuple((c.name, c.type) for c in (sd.cols if sd else []) or []),
@@ -130,13 +123,8 @@ class HiveMetastore:
                                                           context)
 
     def drop_table(self, database: str, name: str) -> bool:
-        try:
-            self._client.drop_table(database, name, False)  # the files are the table's, not the catalog's
-            return True
-        except Exception as err:  # noqa: BLE001
-            if self._missing(err):
-                return False
-            raise
+        # the files are the table's, not the catalog's
+        return self._done(lambda: self._client.drop_table(database, name, False))
 
     def partitions(self, entry: TableEntry) -> Dict[Tuple[str, ...], str]:
         """Every partition's values and location (a full sync's one read of them)."""
@@ -156,24 +144,11 @@ class HiveMetastore:
 
     def drop_partitions(self, entry: TableEntry, values: Iterable[Tuple[str, ...]]) -> None:
         for value in sorted(values):
-            try:
-                self._client.drop_partition(entry.database, entry.name, list(value), False)
-            except Exception as err:  # noqa: BLE001
-                if not self._missing(err):
-                    raise
+            self._unless_missing(lambda: self._client.drop_partition(entry.database, entry.name, list(value), False))
 
     def tables(self, database: str) -> List[str]:
-        try:
-            return list(self._client.get_all_tables(database))
-        except Exception as err:  # noqa: BLE001
-            if self._missing(err):
-                return []
-            raise
+        return list(self._unless_missing(lambda: self._client.get_all_tables(database), default=[]))
 
     def drop_database(self, database: str) -> None:
         """Drop an empty database (its tables' files are theirs); nothing if there is none."""
-        try:
-            self._client.drop_database(database, False, False)
-        except Exception as err:  # noqa: BLE001
-            if not self._missing(err):
-                raise
+        self._unless_missing(lambda: self._client.drop_database(database, False, False))

@@ -63,8 +63,9 @@ def synced_as(table) -> Optional[Tuple[str, str, str, str]]:
         return None
 
 
-def _remember(table, kind: str, database: str, name: str, location: str) -> None:
-    if synced_as(table) != (kind, database, name, location):
+def _remember(table, kind: str, database: str, name: str, location: str, previous=False) -> None:
+    """Write the record unless it says so already (`previous`: the record as read before, if it was)."""
+    if (synced_as(table) if previous is False else previous) != (kind, database, name, location):
         table.storage.write_text(RECORD, json.dumps({"kind": kind, "database": database, "name": name,
                                                      "location": location}))
 
@@ -134,7 +135,7 @@ def sync_table(catalog: Catalog, table, database: str, name: str, meta_columns: 
                   **changes.point.parameters()}
     if current is None or any(current.parameters.get(k) != v for k, v in parameters.items()):
         catalog.alter_table(entry, parameters, cascade=False)
-    _remember(table, catalog.kind, database, name, location)
+    _remember(table, catalog.kind, database, name, location, previous)  # the record read above: no second read
     return SyncResult(database, name, current is None, changes.full, added, dropped, changes.point.instant)
 
 
