@@ -14,7 +14,7 @@ from dbt.adapters.hudilite.table.format.file_group import parse_base_file_name
 from dbt.adapters.hudilite.table.storage.layout import MARKERS_DIR, staged_dir
 from dbt.adapters.hudilite.table.index.record_index import (DIGESTS, MURMUR3, RECORD_KEYS, XXHASH64, Sharding,
                                                             key_digests)
-from dbt.adapters.hudilite.table.spark.jobs import shuffle_partitions
+from dbt.adapters.hudilite.table.spark.jobs import estimated_bytes, shuffle_partitions
 from tests.core.hudi_rs import assert_hudi_rs_agrees
 from tests.core.test_writes import committed_files, parquet_files_on_disk
 
@@ -398,14 +398,18 @@ _groups = itertools.count()
 
 
 def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
-    """The one-job path for small upserts (`small_write_bytes`), in one task or several, and the shuffle path write
-    the same rows, commit times, write stats and index, through moves, deletes, stale rows and
-    duplicates; the small path runs three Spark jobs."""
+    """Small upserts on the driver (`driver_write_bytes`), a thread per file group, the one-job
+    path on Spark's tasks (`small_write_bytes`), in one task or several, and the shuffle path
+    write the same rows, commit times, write stats and index, through moves, deletes, stale rows
+    and duplicates; on the driver a write is one Spark job, the one-job path three."""
     tables = {}
-    for name, limit in (("small", 32 << 20), ("small, a task per file group", 32 << 20), ("large", 0)):
-        table = HudiTable.create(spark, str(tmp_path / name), "customers", record_key="id", partition_by="region",
-                                 precombine="version")
-        table.file_sizing = FileSizing(small_write_bytes=limit)
+    sizings = {"driver, a thread per file group": FileSizing(),
+               "small": FileSizing(driver_write_bytes=0), "small, a task per file group": FileSizing(driver_write_bytes=0),
+               "large": FileSizing(small_write_bytes=0, driver_write_bytes=0)}
+    for name, sizing in sizings.items():
+        table = HudiTable.create(spark, str(tmp_path / name.replace(" ", "_")), "customers", record_key="id",
+                                 partition_by="region", precombine="version")
+        table.file_sizing = sizing
         table.insert(customers(spark, [(i, f"n{i}", f"r{i % 4}", 5) for i in range(60)]).repartition(3))
         tables[name] = table
     batches = [
@@ -416,18 +420,22 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
         customers(spark, [(i, f"again{i}", f"r{(i + 1) % 4}", 10) for i in range(0, 60, 3)]),  # every partition
         customers(spark, [(10, "ten", "r2", 20), (11, "eleven", "r3", 20)]),  # in place only
     ]
+    batches = [b.cache() for b in batches]  # sized for Spark's estimate (rows from a Python list are not)
+    for batch in batches:
+        batch.count()
     counts = {}
     for batch in batches:
         for name, table in tables.items():
             with pytest.MonkeyPatch.context() as patch:
-                if name == "small, a task per file group":  # the tasks share the work: the new rows in one of them
+                if name.endswith("per file group"):  # the tasks share the work: the new rows in one of them
                     patch.setattr(upsert_module, "MIN_TASK_BYTES", 1)
+                    patch.setattr(upsert_module, "driver_threads", lambda: 8)
                 counts.setdefault(name, []).append(_jobs(spark, lambda: table.upsert(batch)))
     deleted = spark.createDataFrame([(8,), (100,)], "id long")
     for table in tables.values():
         table.delete(deleted)
     small, large = tables["small"], tables["large"]
-    assert _snapshot(small) == _snapshot(large) == _snapshot(tables["small, a task per file group"])
+    assert len({repr(_snapshot(t)) for t in tables.values()}) == 1
     for table in tables.values():  # a commit's seqnos are unique (merge and insert number apart)
         seqnos = [(r._hoodie_commit_time, r._hoodie_commit_seqno) for r in table.read().collect()]
         assert len(seqnos) == len(set(seqnos))
@@ -435,24 +443,64 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
     assert rows[1][1:4] == ("in place", "r1", 6) and rows[2][1:3] == ("moved", "r9") and rows[3][1:3] == ("again3", "r0")
     assert rows[7][1:3] == ("n7", "r3") and rows[5][1] == "second" and not {4, 8, 100} & set(rows)
     assert rows[10][1:4] == ("ten", "r2", 20)
-    split = tables["small, a task per file group"]
-    for a, b, c in zip(small.timeline()[1:], large.timeline()[1:], split.timeline()[1:]):
-        summary = lambda t, i: sorted((s.partitionPath, bool(s.prevCommit), s.numWrites, s.numInserts,  # noqa: E731
-                                       s.numUpdateWrites, s.numDeletes) for s in t.commit_metadata(i).write_stats)
-        assert summary(small, a) == summary(large, b) == summary(split, c)
-    # In place only: tagging (with adaptive execution the shuffle's map stage is a job of its own),
-    # then one write. Batch 1 also builds the index; 2 and 3 check leaving rows' precombine.
+    split, threads = tables["small, a task per file group"], tables["driver, a thread per file group"]
+    summary = lambda t, i: sorted((s.partitionPath, bool(s.prevCommit), s.numWrites, s.numInserts,  # noqa: E731
+                                   s.numUpdateWrites, s.numDeletes) for s in t.commit_metadata(i).write_stats)
+    for instants in zip(*[t.timeline()[1:] for t in tables.values()]):
+        assert len({repr(summary(t, i)) for t, i in zip(tables.values(), instants)}) == 1
+    # In place only: on the driver, the batch brought over; on Spark's tasks, tagging (with
+    # adaptive execution the shuffle's map stage is a job of its own), then one write. Batch 1
+    # also builds the index; 2 and 3 check leaving rows' precombine.
+    assert counts["driver, a thread per file group"][3] == 1, counts
     assert counts["small"][3] == counts["small, a task per file group"][3] == 3, counts
     tasks = lambda t, i: {parse_base_file_name(s.path).write_token.split("-")[0]  # noqa: E731
                           for s in t.commit_metadata(i).write_stats}
     written = split.commit_metadata(split.timeline()[3]).write_stats  # every partition, moves: new rows too
     work = sum(1 for s in written if s.prevCommit) + 1  # the rewritten file groups and the new rows
     assert len(tasks(split, split.timeline()[3])) == min(work, shuffle_partitions(spark)) > 1
+    assert len(tasks(threads, threads.timeline()[3])) == work > 1
     assert len(tasks(small, small.timeline()[3])) == 1
     assert all(small <= large - 2 for small, large in zip(counts["small"], counts["large"])), counts
+    assert all(driver <= small - 2 for driver, small in zip(counts["driver, a thread per file group"], counts["small"])), counts
     for table in tables.values():
         assert table.validate() == []
     assert_hudi_rs_agrees(small)
+
+
+def test_a_small_upsert_failing_on_the_driver_leaves_the_table_as_it_was(spark, tmp_path, monkeypatch):
+    """One of the driver's threads fails after writing its files while the others rewrite
+    theirs: the upsert fails once all have stopped, and its rollback leaves no file of it."""
+    table = HudiTable.create(spark, str(tmp_path / "c"), "customers", record_key="id", partition_by="region")
+    table.insert(customers(spark, [(i, "old", f"r{i % 4}", 1) for i in range(40)]))
+    table.build_index()
+    before, files = _snapshot(table), parquet_files_on_disk(table.path)
+    real = upsert_module.write_task
+
+    def fails_after_writing(spec, rows):
+        yield from real(spec, rows)
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(upsert_module, "write_task", fails_after_writing)
+    monkeypatch.setattr(upsert_module, "driver_threads", lambda: 4)
+    batch = customers(spark, [(i, "new", f"r{i % 4}", 2) for i in range(0, 60, 3)]).cache()  # updates everywhere, new keys
+    with pytest.raises(RuntimeError, match="disk full"):
+        table.upsert(batch)
+    assert _snapshot(table) == before and parquet_files_on_disk(table.path) == files == committed_files(table)
+    assert table.context.timeline.pending() == [] and table.validate() == []
+    monkeypatch.setattr(upsert_module, "write_task", real)
+    table.upsert(batch)
+    assert sorted(r.name for r in table.read().where("id % 3 = 0").collect()) == ["new"] * 20
+
+
+def test_spark_estimates_a_batch_only_where_its_plan_bounds_it(spark):
+    """The driver takes a batch by Spark's estimate of its size: known for cached rows and
+    files, unknown (too large) for rows from a Python list, none for rows a plan multiplies."""
+    cached = spark.range(1000).cache()
+    cached.count()
+    assert 0 < estimated_bytes(cached) < 1 << 20
+    assert estimated_bytes(spark.createDataFrame([(1,)], "a long")) > 1 << 40
+    assert estimated_bytes(cached.select(F.explode(F.array("id", "id")))) is None
+    assert estimated_bytes(cached.mapInArrow(lambda batches: batches, "id long")) is None
 
 
 def test_a_retried_small_upsert_task_leaves_one_copy(spark, tmp_path):

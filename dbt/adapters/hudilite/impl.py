@@ -55,6 +55,7 @@ class HudiliteConfig(SparkConfig):
     max_file_size: Optional[int] = None
     write_retries: Optional[int] = None
     small_write_bytes: Optional[int] = None
+    driver_write_bytes: Optional[int] = None
     parquet_encoding: Optional[str] = None
     drop_metadata_table: Optional[bool] = None
     populate_meta_fields: Optional[bool] = None

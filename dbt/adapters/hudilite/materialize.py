@@ -67,7 +67,7 @@ class ModelConfig:
     precombine_field: Optional[str] = None
     on_schema_change: str = "ignore"
     services: TableServices = TableServices()  # retain_commits, keep_min/max_commits, cluster_every/by
-    file_sizing: FileSizing = FileSizing()  # small_file_limit, max_file_size, small_write_bytes (bytes)
+    file_sizing: FileSizing = FileSizing()  # small_file_limit, max_file_size, small_write_bytes, driver_write_bytes (bytes)
     merge_update_columns: Optional[List[str]] = None
     merge_exclude_columns: List[str] = field(default_factory=list)
     incremental_predicates: List[str] = field(default_factory=list)
@@ -219,9 +219,9 @@ def validate(config: ModelConfig, columns: Sequence[str]) -> None:
     except ConfigurationError as err:
         raise config.fail(str(err)) from None
     sizing = config.file_sizing
-    if sizing.small_file_limit < 0 or sizing.max_file_size <= 0 or sizing.small_write_bytes < 0:
-        raise config.fail("small_file_limit and small_write_bytes must be 0 (off) or more and max_file_size more "
-                          "than 0 (bytes)")
+    if min(sizing.small_file_limit, sizing.small_write_bytes, sizing.driver_write_bytes) < 0 or sizing.max_file_size <= 0:
+        raise config.fail("small_file_limit, small_write_bytes and driver_write_bytes must be 0 (off) or more and "
+                          "max_file_size more than 0 (bytes)")
     if config.write_retries < 0:
         raise config.fail("write_retries must be 0 or more")
     if config.parquet_encoding is not None and config.parquet_encoding not in PARQUET_ENCODINGS:

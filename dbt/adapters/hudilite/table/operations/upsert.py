@@ -22,6 +22,10 @@ after the tagging, without a shuffle: each task (`small_write_task`) reads the w
 batch and rewrites its share of the touched file groups (packed by size, `placement.pack`),
 and one of them also writes the new keys. That is three jobs in all, with the tagging
 shuffle's map stage. A larger batch is shuffled to rewrite tasks, file groups packed by size.
+
+Smaller still (`driver_write_bytes`), the driver does the tasks' work itself (`jobs.run_on_driver`):
+a batch Spark estimates small comes over in Arrow and is tagged there, and when its touched file
+groups and new rows are small too, they are written there, a thread per share: one Spark job.
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ from ..format.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from ..storage.filesystem import Storage
 from .merge import batches_of, merge_pieces, piece_rows, stored_keys_of, stored_pieces
 from .update import rows_accepted_by
-from ..spark.jobs import ARROW_BATCH_ROWS, arrow_schema_of, run_task_job, shuffle_partitions
+from ..spark.jobs import (ARROW_BATCH_ROWS, arrow_schema_of, driver_threads, estimated_bytes, run_on_driver,
+                          run_task_job, shuffle_partitions)
 from ..spark.writer import (STATS_DDL, NewSlice, WriteSpec, bounded_batches, by_rewrite_task, fail_if_injected,
                             grouped_by_file_group, run_write_job, task_context, write_slices, write_stat, write_task)
 
@@ -89,12 +94,23 @@ def tagged_schema(batch_schema: T.StructType) -> T.StructType:
 
 
 def stage_tagged(batch: DataFrame, plan: LookupPlan, live: Dict[str, str], precombine: Optional[str],
-                 spec: WriteSpec) -> Tuple["Summary", List[str]]:
-    """The batch tagged (`tag_task`) in one Spark job: (its summary, the staged files holding
-    the tagged rows). The batch is evaluated once; every later job reads the staged files."""
+                 spec: WriteSpec, driver_bytes: int = 0) -> Tuple["Summary", List[str]]:
+    """The batch tagged (`tag_task`): (its summary, the staged files holding the tagged rows).
+    The batch is evaluated once; every later job reads the staged files. A batch Spark
+    estimates at most `driver_bytes` comes to the driver in Arrow (one Spark job, no Python
+    worker) and is tagged there; a larger one is shuffled by shard to tagging tasks."""
     task = functools.partial(tag_task, plan, live, precombine, spec)
-    sharded = plan.sharding.distribute(batch.withColumn(SHARD, plan.sharding.shard_of(F.col(RECORD_KEY))), RECORD_KEY, SHARD)
-    return _staging_job(sharded, task)
+    sharded = batch.withColumn(SHARD, plan.sharding.shard_of(F.col(RECORD_KEY)))
+    if on_driver(estimated_bytes(sharded), driver_bytes, spec):
+        return _staged_result(run_on_driver(task, [sharded.toArrow().to_batches()], STAGED_SUMMARY_DDL))
+    return _staging_job(plan.sharding.distribute(sharded, RECORD_KEY, SHARD), task)
+
+
+def on_driver(size: Optional[int], limit: int, spec: WriteSpec) -> bool:
+    """Whether a write's work of `size` bytes (None: unknown) runs on the driver: at most
+    `limit`, and no test injects a Spark task's failure or twin (the driver's is one attempt)."""
+    injected = spec.fail_task_attempt is not None or spec.speculative_task is not None
+    return size is not None and 0 < limit and size <= limit and not injected
 
 
 def restage(tagged: DataFrame, spec: WriteSpec) -> Tuple["Summary", List[str]]:
@@ -103,7 +119,10 @@ def restage(tagged: DataFrame, spec: WriteSpec) -> Tuple["Summary", List[str]]:
 
 
 def _staging_job(rows: DataFrame, task) -> Tuple["Summary", List[str]]:
-    parts = run_task_job(rows, task, STAGED_SUMMARY_DDL, as_arrow=True)
+    return _staged_result(run_task_job(rows, task, STAGED_SUMMARY_DDL, as_arrow=True))
+
+
+def _staged_result(parts: pa.Table) -> Tuple["Summary", List[str]]:
     return summary_of(parts), sorted(set(parts.column(STAGED).to_pylist()))
 
 
@@ -477,7 +496,8 @@ def _write(ctx: TableContext, instant: str, batch: DataFrame, plan: LookupPlan, 
     """(write stats, those of new file groups, index files) of an upsert's instant: the batch
     tagged and staged, filtered by the predicates and the precombine field, then written."""
     summary, staged = stage_tagged(batch, plan, {f: g.partition for f, g in current.items()},
-                                   ctx.config.precombine_field, ctx.write_spec(instant))
+                                   ctx.config.precombine_field, ctx.write_spec(instant),
+                                   ctx.file_sizing.driver_write_bytes)
     # The staged rows as a DataFrame, built only where one is needed (each costs planning).
     rows_of = functools.partial(staged_rows, ctx.spark, ctx.storage.base_path, schema=tagged_schema(batch.schema))
     if predicates:
@@ -523,13 +543,19 @@ def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: 
     work = dict(sizes, **({NEW_ROWS: new_bytes} if new_bytes else {}))
     if not work:
         return [], [], []
-    placed = pack(work, shuffle_partitions(ctx.spark), MIN_TASK_BYTES)
-    tasks = max(placed.values()) + 1
     built = ctx.index.is_built()
     listed = ctx.index.metadata_table.record_index_listed()
     task = functools.partial(small_write_task, slices, data_names, ctx.config.stored_ordering_field, update_columns,
-                             built or listed, spec, staged, placed)
-    rows = run_task_job(ctx.spark.range(tasks, numPartitions=tasks), task, SMALL_WRITE_DDL, as_arrow=True)
+                             built or listed, spec, staged)
+    if on_driver(sum(work.values()), ctx.file_sizing.driver_write_bytes, spec):
+        placed = pack(work, driver_threads())  # a thread costs next to nothing
+        numbers = [[pa.record_batch([pa.array([i], pa.int64())], names=["id"])] for i in range(max(placed.values()) + 1)]
+        rows = run_on_driver(functools.partial(task, placed), numbers, SMALL_WRITE_DDL)
+    else:
+        placed = pack(work, shuffle_partitions(ctx.spark), MIN_TASK_BYTES)
+        tasks = max(placed.values()) + 1
+        rows = run_task_job(ctx.spark.range(tasks, numPartitions=tasks), functools.partial(task, placed),
+                            SMALL_WRITE_DDL, as_arrow=True)
     is_entry = pc.is_valid(rows.column("entry_key"))
     stats = [write_stat(r) for r in rows.filter(pc.invert(is_entry)).to_pylist()]
     index_files: List[str] = []

@@ -6,10 +6,13 @@ file they wrote."""
 from __future__ import annotations
 
 import functools
+import os
 import re
+import threading
 import time
 import uuid
-from typing import Callable, Optional, TypeVar
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -62,6 +65,65 @@ def run_task_job(df, task, ddl: str, as_arrow: bool = False):
         return pa.Table.from_pylist(rows, schema=arrow_schema_of(ddl)) if as_arrow else rows
 
     return settled(spark, run)
+
+
+def run_on_driver(task, inputs: Sequence[Iterable[pa.RecordBatch]], ddl: str) -> pa.Table:
+    """What `run_task_job(..., as_arrow=True)` returns, of `task` run here on the driver, as
+    task i over `inputs[i]`, each on a thread of its own (Arrow's work releases the GIL): no
+    Spark job, no Python worker. A failed task fails the run once every task has stopped, so
+    that the rollback that follows finds every file they wrote."""
+    schema = arrow_schema_of(ddl)
+
+    def run(i: int) -> List[pa.RecordBatch]:
+        _driver_task.partition = i
+        return list(task(iter(inputs[i])))
+
+    with ThreadPoolExecutor(max_workers=max(1, len(inputs)), thread_name_prefix="hudilite-task") as pool:
+        futures = [pool.submit(run, i) for i in range(len(inputs))]
+        wait(futures)
+    out = [batch for future in futures for batch in future.result()]
+    return pa.Table.from_batches(out).cast(schema) if out else schema.empty_table()
+
+
+_driver_task = threading.local()
+
+
+def driver_task_partition() -> int:
+    """The task number `run_on_driver` gave the thread running this."""
+    return getattr(_driver_task, "partition", 0)
+
+
+def driver_threads() -> int:
+    """Tasks the driver runs side by side."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+# Plan nodes whose output Spark's size estimate does not bound: rows made from a row (explode,
+# Python table functions), Python code mapping whole partitions.
+UNBOUNDED_NODES = ("Generate", "MapInPandas", "MapInArrow", "PythonMapInArrow", "FlatMapGroupsInPandas",
+                   "FlatMapGroupsInArrow", "FlatMapCoGroupsInPandas", "FlatMapCoGroupsInArrow")
+
+
+def estimated_bytes(df) -> Optional[int]:
+    """Spark's estimate of `df`'s size in bytes, from its optimized plan's statistics (no job),
+    or None where there is none to trust: a plan with an `UNBOUNDED_NODES` node, a Spark
+    Connect client (no plan to ask)."""
+    if is_connect(df.sparkSession):
+        return None
+    plan = df._jdf.queryExecution().optimizedPlan()
+    if any(name in UNBOUNDED_NODES for name in _node_names(plan)):
+        return None
+    return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt, which Py4J may hand over as an int
+
+
+def _node_names(plan) -> Iterator[str]:
+    """The node names of a logical plan's tree (a cached relation is a leaf: its size is known)."""
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        yield node.nodeName()
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
 
 
 def _byte_size(text: Optional[str]) -> float:

@@ -27,7 +27,8 @@ from pyspark.sql import functions as F
 from ..storage import faults
 from ..format.bloom import FileKeys
 from .file_sizing import TopUp
-from .jobs import ARROW_BATCH_BYTES, ARROW_BATCH_ROWS, arrow_schema_of, run_task_job, shuffle_partitions
+from .jobs import (ARROW_BATCH_BYTES, ARROW_BATCH_ROWS, arrow_schema_of, driver_task_partition, run_task_job,
+                   shuffle_partitions)
 from ..format.commit import WriteStat
 from ..format.file_group import base_file_name, new_file_id, parse_base_file_name, relative_file_path, write_token
 from ..format.keygen import PartitionFormat, VirtualKeys, seqno_array
@@ -421,9 +422,14 @@ def partition_runs(spec: WriteSpec, layout: RowLayout, batch: pa.RecordBatch) ->
 
 
 def task_context(spec: WriteSpec) -> Tuple[int, int, str]:
+    """(task partition, attempt, write token) of the Spark task running this; on the driver,
+    which writes a small upsert itself (`jobs.run_on_driver`), its task's first attempt."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
+    if ctx is None:
+        task = driver_task_partition()
+        return task, 0, write_token(task, 0, 0)
     return ctx.partitionId(), ctx.attemptNumber(), write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber())
 
 
