@@ -190,6 +190,27 @@ def test_an_entry_dropped_behind_the_routers_back_is_made_again(spark, tmp_path)
     assert [r.id for r in run_statement(catalog, "select id from s.t").collect()] == [1]
 
 
+def test_an_entry_already_as_of_the_latest_commit_is_not_made_again(spark, tmp_path):
+    """A build that changed nothing keeps the entry it has; a commit, or the entry's loss behind
+    our back, makes it again."""
+    root = tmp_path / "lakehouse"
+    table = HudiTable.create(spark, str(root / "s" / "t"), "t")
+    table.insert(spark.createDataFrame([(1,)], "id long"))
+    catalog = StorageCatalog(spark, str(root))
+    identity = lambda: catalog.entries._identities[("s", "t")]  # noqa: E731 - its token is new at each registration
+    catalog.register("s", "t", table)
+    made = identity()
+    catalog.register("s", "t", table)
+    assert identity() == made
+    table.insert(spark.createDataFrame([(2,)], "id long"))
+    catalog.register("s", "t", table)
+    assert identity() != made and sorted(r.id for r in spark.table("s.t").collect()) == [1, 2]
+    made = identity()
+    spark.sql("EXECUTE IMMEDIATE 'DROP TABLE s.t'")
+    catalog.register("s", "t", table)
+    assert identity() != made and spark.catalog.tableExists("s.t")
+
+
 # ---- rebuilds with a new layout, swapped in (StorageCatalog.swap_in) ---------------------------
 def _rebuild(spark, catalog, name):
     """`a.<name>` partitioned by p with rows 1-3, and a committed rebuild of it, not partitioned,

@@ -82,6 +82,8 @@ class SparkEntries:
         """The entry of `table` (at `table_path`) as of its latest commit, made again."""
         schema, name = canonical(schema, name)
         state = table_state(table)  # read first: a commit landing meanwhile makes the next look register again
+        if self._states.get((schema, name)) == state and self.spark.catalog.tableExists(quote(schema, name)):
+            return  # made as of this commit already (a build that changed nothing): a listing and 3 statements saved
         # Never one path: Spark writes into a one-path relation (an INSERT OVERWRITE would
         # replace the base file by a folder of its own), and refuses more.
         files = [f.path for f in table.latest_base_files()] + table.read_only_companions()
