@@ -6,15 +6,17 @@ Each dbt command is its own process, as a user runs it: its wall time includes S
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Callable, Dict, List, Sequence
 
 from dbt.adapters.hudilite.table import HudiTable
 
-from measure import Result, Side, alternate
+from measure import Result, Sample, Side, alternate
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DEMO = os.path.join(ROOT, "integration_projects", "web_analytics")
@@ -119,3 +121,34 @@ def startup(spark, work: str, many: int, log, rounds: int) -> List[Result]:
                    measured[f"{many}"], Side(f"the same over {few} tables", measured[f"{few}"].samples), 1.10),
             Result(f"catalog start-up at {many} tables (the difference of the two runs above)", Side("hudilite"),
                    goal=2.0, our_value=max(growth, 0.0), absolute_goal=True)]
+
+
+SMALL_MERGE = "customer_accounts"  # the demo's merge model (unique_key, precombine, partitioned)
+
+
+def small_merge_runs(work: str, log, rounds: int) -> List[Result]:
+    """`dbt run --select customer_accounts` on the demo built for its first day, again with
+    nothing new: its SELECT returns no rows. The node's own time (run_results.json: the
+    materialization, its SELECT's Spark jobs and the write path) is the adapter's; the whole
+    command adds the JVM's start and dbt's."""
+    folder = tempfile.mkdtemp(prefix="bench-small-merge-", dir=work)
+    env = {"HUDILITE_LOCATION_ROOT": os.path.join(folder, "lakehouse")}
+    day = ["--vars", f"{{run_date: '{DAYS[0]}'}}"]
+    log(f"demo built for {DAYS[0]} up to {SMALL_MERGE}")
+    dbt(["build", "--select", f"+{SMALL_MERGE}", *day], DEMO, folder, env)()
+    nodes, commands = Side("hudilite"), Side("hudilite")
+    for r in range(rounds + 1):  # a warm-up first
+        started = time.perf_counter()
+        dbt(["run", "--select", SMALL_MERGE, *day], DEMO, folder, env)()
+        seconds = time.perf_counter() - started
+        with open(os.path.join(folder, "target", "run_results.json")) as f:
+            (node,) = json.load(f)["results"]
+        if "NOOP" not in str(node.get("adapter_response", {}).get("code", "")):
+            raise SystemExit(f"{SMALL_MERGE} changed rows in a run with nothing new: {node.get('adapter_response')}")
+        if r > 0:
+            nodes.samples.append(Sample(node["execution_time"], None))
+            commands.samples.append(Sample(seconds, None))
+    log(f"{SMALL_MERGE} with nothing new: node {nodes.median:.2f} s, command {commands.median:.2f} s")
+    return [Result(f"`dbt run` of the demo's merge model ({SMALL_MERGE}) with nothing to change: the node's "
+                   f"time (run_results.json; the whole command, JVM start included: {commands.median:.1f} s)",
+                   nodes, goal=3.0, absolute_goal=True)]

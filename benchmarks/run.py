@@ -10,6 +10,7 @@ the same run, as a markdown table, a raw JSON log and PNG charts in benchmarks/r
     .venv/bin/python benchmarks/run.py --only s3  # a local S3 server against local disk, requests per commit (`s3.py`)
     .venv/bin/python benchmarks/run.py --only dbt_hudi  # the demo against dbt-spark with file_format hudi
     .venv/bin/python benchmarks/run.py --only catalog  # catalog sync into a Hive metastore at 10,000 partitions
+    .venv/bin/python benchmarks/run.py --only small  # `dbt run` of the demo's merge model with nothing to change
     .venv/bin/python benchmarks/run.py --check  # the README's rows at small sizes: exit 1 if a ratio is 25% worse
 
 Workloads: appends, merges (delta-rs, Spark full rewrite), scaling (upsert and index lookup
@@ -53,6 +54,7 @@ HUDI = "hudi"  # Hudi's own writer (a second JVM, the referee's pyspark 3.5): `-
 S3 = "s3"  # a local S3 server (moto) against local disk, S3A in the session: `--only s3`
 DBT_HUDI = "dbt_hudi"  # the demo against dbt-spark with file_format hudi (pyspark 3.5): `--only dbt_hudi`
 CATALOG = "catalog"  # catalog sync into a Hive metastore server (a JVM of its own): `--only catalog`
+SMALL = "small"  # small runs through dbt: the demo's merge model with nothing to change (also in `dbt`)
 
 
 def commit() -> str:
@@ -68,7 +70,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes and no dbt demo (under 2 minutes)")
     parser.add_argument("--check", action="store_true",
                         help="the README's rows at small sizes; exit 1 when a ratio is more than 25%% worse than published")
-    parser.add_argument("--only", nargs="+", choices=ALL + (SCALE, HUDI, DBT_HUDI, S3, CATALOG), default=list(ALL))
+    parser.add_argument("--only", nargs="+", choices=ALL + (SCALE, HUDI, DBT_HUDI, S3, CATALOG, SMALL), default=list(ALL))
     parser.add_argument("--rounds", type=int, help="measured rounds of every comparison but the upserts (default 3, appends 5, insert_overwrite 11; quick 2); the scaling upserts run scaling_rounds (7)")
     parser.add_argument("--scale", type=float, nargs="?", const=0.0, default=1.0,
                         help="multiply every row count by this; alone (no number): run the scale workload only")
@@ -129,6 +131,9 @@ def main() -> None:
             if scale.dbt_demo:
                 for result in dbt_runs.demo_builds(work, log):
                     bench.add(result)
+        if SMALL in args.only or ("dbt" in args.only and scale.dbt_demo):
+            for result in dbt_runs.small_merge_runs(work, log, scale.rounds):
+                bench.add(result)
         if DBT_HUDI in args.only:
             for result in dbt_runs.demo_builds(work, log, peer="hudi"):
                 bench.add(result)
