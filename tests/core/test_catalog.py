@@ -2,6 +2,7 @@
 
 from pyspark.sql import functions as F
 
+from dbt.adapters.hudilite.catalog.spark_entries import table_state
 from dbt.adapters.hudilite.catalog.storage_catalog import StorageCatalog
 from dbt.adapters.hudilite.sql.dml import run_statement
 from dbt.adapters.hudilite.table import HudiTable
@@ -191,8 +192,8 @@ def test_an_entry_dropped_behind_the_routers_back_is_made_again(spark, tmp_path)
 
 
 def test_an_entry_already_as_of_the_latest_commit_is_not_made_again(spark, tmp_path):
-    """A build that changed nothing keeps the entry it has; a commit, or the entry's loss behind
-    our back, makes it again."""
+    """A build that changed nothing keeps the entry it has; a commit (an older writer's that
+    completes after a newer one's too), or the entry's loss behind our back, makes it again."""
     root = tmp_path / "lakehouse"
     table = HudiTable.create(spark, str(root / "s" / "t"), "t")
     table.insert(spark.createDataFrame([(1,)], "id long"))
@@ -200,15 +201,19 @@ def test_an_entry_already_as_of_the_latest_commit_is_not_made_again(spark, tmp_p
     identity = lambda: catalog.entries._identities[("s", "t")]  # noqa: E731 - its token is new at each registration
     catalog.register("s", "t", table)
     made = identity()
-    catalog.register("s", "t", table)
+    catalog.register("s", "t", table, unless_current=True)
     assert identity() == made
     table.insert(spark.createDataFrame([(2,)], "id long"))
-    catalog.register("s", "t", table)
+    catalog.register("s", "t", table, unless_current=True)
     assert identity() != made and sorted(r.id for r in spark.table("s.t").collect()) == [1, 2]
     made = identity()
     spark.sql("EXECUTE IMMEDIATE 'DROP TABLE s.t'")
-    catalog.register("s", "t", table)
+    catalog.register("s", "t", table, unless_current=True)
     assert identity() != made and spark.catalog.tableExists("s.t")
+    latest = table.context.timeline.latest_completed()
+    state = table_state(table)
+    assert state[2:4] == (latest.timestamp, latest.action)
+    assert table_state(HudiTable.open(spark, str(root / "s" / "t"))) == state
 
 
 # ---- rebuilds with a new layout, swapped in (StorageCatalog.swap_in) ---------------------------

@@ -369,7 +369,9 @@ class HudiliteAdapter(SparkAdapter):
                 table = catalog.swap_in(schema, name, instant)
             if was_view:  # the model was a view before: the table takes its place once it holds the rows
                 catalog.drop_view(schema, name)
-            catalog.register(schema, name, table)
+            # After a build that changed nothing, the entry its SELECT made is kept (a listing and
+            # three statements saved); after a commit it is made again.
+            catalog.register(schema, name, table, unless_current=instant is None and not beside and not was_view)
             if instant is None:
                 return {"message": "no rows changed (nothing committed)", "code": "NOOP", "rows": 0, "instant": None}, table
             metadata = table.commit_metadata(instant)

@@ -47,9 +47,13 @@ def snapshot_glob(base_uri: str, relative_paths: List[str]) -> str:
 
 
 def table_state(table: HudiTable) -> tuple:
-    """What a table's entry shows: its latest completed instant."""
+    """What a table's entry shows: the table's path and its completed instants (the latest and
+    how many: an older writer's commit that completes after a newer one's changes the count)."""
+    completed = table.context.timeline.completed()
+    if not completed:
+        return ("table", table.path, None)
     latest = table.context.timeline.latest_completed()
-    return ("table", None) if latest is None else ("table", latest.timestamp, latest.action)
+    return ("table", table.path, latest.timestamp, latest.action, len(completed))
 
 
 class SparkEntries:
@@ -82,8 +86,6 @@ class SparkEntries:
         """The entry of `table` (at `table_path`) as of its latest commit, made again."""
         schema, name = canonical(schema, name)
         state = table_state(table)  # read first: a commit landing meanwhile makes the next look register again
-        if self._states.get((schema, name)) == state and self.spark.catalog.tableExists(quote(schema, name)):
-            return  # made as of this commit already (a build that changed nothing): a listing and 3 statements saved
         # Never one path: Spark writes into a one-path relation (an INSERT OVERWRITE would
         # replace the base file by a folder of its own), and refuses more.
         files = [f.path for f in table.latest_base_files()] + table.read_only_companions()

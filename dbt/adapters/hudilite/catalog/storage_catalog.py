@@ -183,8 +183,7 @@ class StorageCatalog:
         schema, name = key
         table = self.open(schema, name)
         if table is not None:
-            if self.entries.state(key) != table_state(table) or not self.entries.in_spark(schema, name):
-                self.register(schema, name, table)
+            self.register(schema, name, table, unless_current=True)
             return
         sql = self._remembered_view(schema, name)
         if sql is None:
@@ -199,11 +198,16 @@ class StorageCatalog:
         if self.entries.state(key) != ("view", sql) or not self.entries.in_spark(schema, name):
             self.entries.register_view(schema, name, sql)
 
-    def register(self, schema: str, name: str, table: Optional[HudiTable] = None) -> None:
-        """Spark's entry of the table `schema.name` as of its latest commit."""
+    def register(self, schema: str, name: str, table: Optional[HudiTable] = None, unless_current: bool = False) -> None:
+        """Spark's entry of the table `schema.name` as of its latest commit; `unless_current`:
+        only when the entry this process made no longer shows it (or Spark lost it)."""
         table = table or self.open(schema, name)
-        if table is not None:
-            self.entries.register_table(schema, name, table, self.table_path(schema, name))
+        if table is None:
+            return
+        key = canonical(schema, name)
+        if unless_current and self.entries.state(key) == table_state(table) and self.entries.in_spark(*key):
+            return
+        self.entries.register_table(schema, name, table, self.table_path(schema, name))
 
     def forget_entry(self, schema: str, name: str) -> None:
         """Drop Spark's entry of `schema.name` and forget it: the next statement naming it makes

@@ -34,7 +34,7 @@ import dataclasses
 import functools
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,8 +62,8 @@ from ..format.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from ..storage.filesystem import Storage
 from .merge import batches_of, merge_pieces, piece_rows, stored_keys_of, stored_pieces
 from .update import rows_accepted_by
-from ..spark.jobs import (ARROW_BATCH_ROWS, arrow_schema_of, driver_threads, estimated_bytes, run_on_driver,
-                          run_task_job, shuffle_partitions)
+from ..spark.jobs import (ARROW_BATCH_ROWS, arrow_schema_of, driver_threads, estimated_bytes, rows_on_driver,
+                          run_on_driver, run_task_job, shuffle_partitions)
 from ..spark.writer import (STATS_DDL, NewSlice, WriteSpec, bounded_batches, by_rewrite_task, fail_if_injected,
                             grouped_by_file_group, run_write_job, task_context, write_slices, write_stat, write_task)
 
@@ -101,16 +101,27 @@ def stage_tagged(batch: DataFrame, plan: LookupPlan, live: Dict[str, str], preco
     worker) and is tagged there; a larger one is shuffled by shard to tagging tasks."""
     task = functools.partial(tag_task, plan, live, precombine, spec)
     sharded = batch.withColumn(SHARD, plan.sharding.shard_of(F.col(RECORD_KEY)))
-    if on_driver(estimated_bytes(sharded), driver_bytes, spec):
-        return _staged_result(run_on_driver(task, [sharded.toArrow().to_batches()], STAGED_SUMMARY_DDL))
+    if on_driver(lambda: estimated_bytes(sharded), driver_bytes, spec):
+        rows = rows_on_driver(sharded, sharded.sparkSession.conf.get("spark.sql.session.timeZone"))
+        if rows is not None:
+            return _staged_result(run_on_driver(task, by_shard(rows, driver_threads()), STAGED_SUMMARY_DDL))
     return _staging_job(plan.sharding.distribute(sharded, RECORD_KEY, SHARD), task)
 
 
-def on_driver(size: Optional[int], limit: int, spec: WriteSpec) -> bool:
-    """Whether a write's work of `size` bytes (None: unknown) runs on the driver: at most
+def on_driver(size: Callable[[], Optional[int]], limit: int, spec: WriteSpec) -> bool:
+    """Whether a write's work of `size()` bytes (None: unknown) runs on the driver: at most
     `limit`, and no test injects a Spark task's failure or twin (the driver's is one attempt)."""
-    injected = spec.fail_task_attempt is not None or spec.speculative_task is not None
-    return size is not None and 0 < limit and size <= limit and not injected
+    if limit <= 0 or spec.fail_task_attempt is not None or spec.speculative_task is not None:
+        return False
+    bytes_ = size()
+    return bytes_ is not None and bytes_ <= limit
+
+
+def by_shard(rows: pa.Table, threads: int) -> List[List[pa.RecordBatch]]:
+    """`rows` (with their SHARD) split for `threads` tagging threads, whole shards each."""
+    shards = rows.column(SHARD).to_numpy(zero_copy_only=False)
+    parts = [rows.filter(pa.array(shards % threads == i)) for i in range(threads)] if threads > 1 else [rows]
+    return [part.to_batches() for part in parts if part.num_rows] or [[]]
 
 
 def restage(tagged: DataFrame, spec: WriteSpec) -> Tuple["Summary", List[str]]:
@@ -547,7 +558,7 @@ def _write_small(ctx: TableContext, staged: List[str], spec: WriteSpec, slices: 
     listed = ctx.index.metadata_table.record_index_listed()
     task = functools.partial(small_write_task, slices, data_names, ctx.config.stored_ordering_field, update_columns,
                              built or listed, spec, staged)
-    if on_driver(sum(work.values()), ctx.file_sizing.driver_write_bytes, spec):
+    if on_driver(lambda: sum(work.values()), ctx.file_sizing.driver_write_bytes, spec):
         placed = pack(work, driver_threads())  # a thread costs next to nothing
         numbers = [[pa.record_batch([pa.array([i], pa.int64())], names=["id"])] for i in range(max(placed.values()) + 1)]
         rows = run_on_driver(functools.partial(task, placed), numbers, SMALL_WRITE_DDL)

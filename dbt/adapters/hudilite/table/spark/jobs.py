@@ -76,7 +76,10 @@ def run_on_driver(task, inputs: Sequence[Iterable[pa.RecordBatch]], ddl: str) ->
 
     def run(i: int) -> List[pa.RecordBatch]:
         _driver_task.partition = i
-        return list(task(iter(inputs[i])))
+        try:
+            return list(task(iter(inputs[i])))
+        finally:
+            del _driver_task.partition
 
     with ThreadPoolExecutor(max_workers=max(1, len(inputs)), thread_name_prefix="hudilite-task") as pool:
         futures = [pool.submit(run, i) for i in range(len(inputs))]
@@ -85,35 +88,71 @@ def run_on_driver(task, inputs: Sequence[Iterable[pa.RecordBatch]], ddl: str) ->
     return pa.Table.from_batches(out).cast(schema) if out else schema.empty_table()
 
 
+def rows_on_driver(df, zone: str) -> Optional[pa.Table]:
+    """`df`'s rows brought to the driver in Arrow, labelled as Spark labels the rows it hands
+    to tasks (zoned timestamps in the session's `zone`; `toArrow` labels them UTC: the same
+    instants); None when they outgrow `spark.driver.maxResultSize` (the caller runs tasks)."""
+    try:
+        rows = df.toArrow()
+    except Exception as err:  # noqa: BLE001 - only this one is a reason to take Spark's tasks instead
+        if "maxResultSize" in str(err):
+            return None
+        raise
+    schema = pa.schema([f.with_type(_zoned(f.type, zone)) for f in rows.schema])
+    return rows if schema.equals(rows.schema) else rows.cast(schema)
+
+
+def _zoned(kind: pa.DataType, zone: str) -> pa.DataType:
+    if pa.types.is_timestamp(kind) and kind.tz is not None:
+        return pa.timestamp(kind.unit, zone)
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_zoned(f.type, zone)) for f in kind])
+    if pa.types.is_map(kind):
+        return pa.map_(kind.key_field.with_type(_zoned(kind.key_type, zone)),
+                       kind.item_field.with_type(_zoned(kind.item_type, zone)))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        make = pa.list_ if pa.types.is_list(kind) else pa.large_list
+        return make(kind.value_field.with_type(_zoned(kind.value_type, zone)))
+    return kind
+
+
 _driver_task = threading.local()
 
 
-def driver_task_partition() -> int:
-    """The task number `run_on_driver` gave the thread running this."""
-    return getattr(_driver_task, "partition", 0)
+def driver_task_partition() -> Optional[int]:
+    """The task number `run_on_driver` gave the thread running this; None outside its tasks."""
+    return getattr(_driver_task, "partition", None)
+
+
+MAX_DRIVER_THREADS = 4  # each holds the whole (small) batch; a container may show the host's cores
 
 
 def driver_threads() -> int:
     """Tasks the driver runs side by side."""
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(MAX_DRIVER_THREADS, cores))
 
 
-# Plan nodes whose output Spark's size estimate does not bound: rows made from a row (explode,
-# Python table functions), Python code mapping whole partitions.
-UNBOUNDED_NODES = ("Generate", "MapInPandas", "MapInArrow", "PythonMapInArrow", "FlatMapGroupsInPandas",
-                   "FlatMapGroupsInArrow", "FlatMapCoGroupsInPandas", "FlatMapCoGroupsInArrow")
+# Plan nodes whose output Spark's size estimate does not bound (matched as parts of node
+# names): rows made from a row (explode, Python table functions), Python code or a script
+# mapping whole partitions or groups.
+UNBOUNDED_NODES = ("Generate", "PythonUDTF", "MapIn", "FlatMap", "InPandas", "InArrow", "WithState",
+                   "ScriptTransformation")
 
 
 def estimated_bytes(df) -> Optional[int]:
     """Spark's estimate of `df`'s size in bytes, from its optimized plan's statistics (no job),
     or None where there is none to trust: a plan with an `UNBOUNDED_NODES` node, a Spark
-    Connect client (no plan to ask)."""
-    if is_connect(df.sparkSession):
+    Connect client (no plan to ask), a DataFrame without `toArrow` (pyspark 3.5)."""
+    if is_connect(df.sparkSession) or not hasattr(df, "toArrow"):
         return None
-    plan = df._jdf.queryExecution().optimizedPlan()
-    if any(name in UNBOUNDED_NODES for name in _node_names(plan)):
+    try:
+        plan = df._jdf.queryExecution().optimizedPlan()
+        if any(part in name for name in _node_names(plan) for part in UNBOUNDED_NODES):
+            return None
+        return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt, which Py4J may hand over as an int
+    except Exception:  # noqa: BLE001 - no estimate: the work stays on Spark's tasks
         return None
-    return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt, which Py4J may hand over as an int
 
 
 def _node_names(plan) -> Iterator[str]:

@@ -429,6 +429,8 @@ def task_context(spec: WriteSpec) -> Tuple[int, int, str]:
     ctx = TaskContext.get()
     if ctx is None:
         task = driver_task_partition()
+        if task is None:
+            raise RuntimeError("a write task ran outside a Spark task and outside jobs.run_on_driver")
         return task, 0, write_token(task, 0, 0)
     return ctx.partitionId(), ctx.attemptNumber(), write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber())
 
