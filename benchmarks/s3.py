@@ -26,7 +26,7 @@ import sys
 import uuid
 from typing import Callable, List
 
-from measure import Result, Side, alternate, timed
+from measure import Result, Sample, Side, alternate, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUCKET = "hudilite-bench"
@@ -110,7 +110,65 @@ def run(spark, work: str, log: Callable[[str], None], quick: bool = False, round
     results += base_files(log, rounds, quick)
     shutil.rmtree(roots["local disk"], ignore_errors=True)
     results += requests_per_commit(spark, log, quick, events)
+    results += dbt_start_up(work, log, rounds)
     return results
+
+
+START_UP_MODELS = {
+    "events.sql": "{{ config(materialized='table', partition_by='day') }}\n"
+                  "select id, cast(id % 3 as string) as day from range(100)",
+    "customers.sql": "{{ config(materialized='incremental', unique_key='id') }}\n"
+                     "select id, 'c' || id as name from range(50)",
+}
+
+
+def dbt_start_up(work: str, log: Callable[[str], None], rounds: int) -> List[Result]:
+    """`dbt run` of a two-model project (a table, a merge) in a fresh process, location_root on
+    the local S3 server against local disk, after a first run each (so the merge merges): the
+    whole command (JVM, catalog, bucket check, S3A) and the models' own time."""
+    import json
+
+    from dbt_runs import dbt
+
+    sides = {}
+    for side, root in (("local S3 server", f"s3://{BUCKET}/dbt-{uuid.uuid4().hex[:8]}"),
+                       ("local disk", os.path.join(work, "dbt-start-up-lake"))):
+        project = os.path.join(work, f"dbt-start-up-{len(sides)}")
+        os.makedirs(os.path.join(project, "models"))
+        with open(os.path.join(project, "dbt_project.yml"), "w") as f:
+            f.write("name: start_up\nversion: '1.0'\nprofile: start_up\nconfig-version: 2\nmodel-paths: [models]\n")
+        for name, sql in START_UP_MODELS.items():
+            with open(os.path.join(project, "models", name), "w") as f:
+                f.write(sql)
+        store = f"      s3_endpoint: {proxy().url}\n      s3_region: us-east-1\n" if root.startswith("s3") else ""
+        with open(os.path.join(project, "profiles.yml"), "w") as f:
+            f.write(f"start_up:\n  target: dev\n  outputs:\n    dev:\n      type: hudilite\n      schema: analytics\n"
+                    f"      location_root: {root}\n{store}      threads: 1\n      spark_conf: {{spark.master: 'local[2]'}}\n")
+        run = dbt(["run"], project, project, {})
+        log(f"s3: first dbt run on {side}")
+        run()
+        sides[side] = (project, run)
+    nodes = {side: Side(side) for side in sides}
+
+    def command(side):
+        def prepare(r):
+            project, run = sides[side]
+
+            def timed_run():
+                run()
+                with open(os.path.join(project, "target", "run_results.json")) as f:
+                    took = sum(node["execution_time"] for node in json.load(f)["results"])
+                if r >= 0:
+                    nodes[side].samples.append(Sample(took, None))
+            return timed_run
+        return prepare
+
+    log("s3: dbt run, fresh process, S3 against local disk")
+    measured = alternate(None, {side: command(side) for side in sides}, rounds)
+    return [Result("`dbt run` of a table and a merge model, fresh process (JVM start, catalog, bucket check, S3A "
+                   "included): local S3 server vs local disk", measured["local S3 server"], measured["local disk"], 1.5),
+            Result("the same two models' own time (run_results.json)", nodes["local S3 server"], nodes["local disk"],
+                   note="the models alone, without the process's start")]
 
 
 def requests_per_commit(spark, log: Callable[[str], None], quick: bool, events,
