@@ -1,5 +1,6 @@
 """Upserts and deletes through the record index, read back through hudi-rs."""
 
+import datetime
 import itertools
 import os
 
@@ -490,6 +491,32 @@ def test_a_small_upsert_failing_on_the_driver_leaves_the_table_as_it_was(spark, 
     monkeypatch.setattr(upsert_module, "write_task", real)
     table.upsert(batch)
     assert sorted(r.name for r in table.read().where("id % 3 = 0").collect()) == ["new"] * 20
+
+
+def test_a_small_upsert_on_the_driver_in_another_session_zone_merges_stored_and_new_timestamps(spark, tmp_path):
+    """In a session zone other than UTC (rows across a DST change), a slice written on Spark's
+    tasks and a batch upserted on the driver read back as written, and as hudi-rs reads them."""
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        table = HudiTable.create(spark, str(tmp_path / "z"), "events", record_key="id", partition_by="day")
+        rows = lambda r: spark.createDataFrame(r, "id long, day string, at timestamp")  # noqa: E731
+        first = [(i, f"d{i % 2}", datetime.datetime(2026, 3, 8, 1, i)) for i in range(6)]  # across the DST change
+        table.file_sizing = FileSizing(driver_write_bytes=0)
+        table.insert(rows(first))
+        table.build_index()
+        table.file_sizing = FileSizing()
+        later = rows([(1, "d1", datetime.datetime(2026, 3, 8, 3, 30)), (9, "d1", datetime.datetime(2026, 11, 1, 1, 30))]).cache()
+        later.count()
+        assert _jobs(spark, lambda: table.upsert(later)) == 1  # on the driver
+        got = sorted((r.id, r.at) for r in table.read().collect())
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    want = sorted([(i, t) for i, _, t in first if i != 1] + [(1, datetime.datetime(2026, 3, 8, 3, 30)),
+                                                             (9, datetime.datetime(2026, 11, 1, 1, 30))])
+    assert got == want
+    assert table.validate() == []
+    assert_hudi_rs_agrees(table)
 
 
 def test_spark_estimates_a_batch_only_where_its_plan_bounds_it(spark):
