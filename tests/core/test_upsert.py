@@ -435,7 +435,7 @@ def test_small_and_large_upserts_give_the_same_table(spark, tmp_path):
     deleted = spark.createDataFrame([(8,), (100,)], "id long")
     for table in tables.values():
         table.delete(deleted)
-    small, large = tables["small"], tables["large"]
+    small = tables["small"]
     assert len({repr(_snapshot(t)) for t in tables.values()}) == 1
     for table in tables.values():  # a commit's seqnos are unique (merge and insert number apart)
         seqnos = [(r._hoodie_commit_time, r._hoodie_commit_seqno) for r in table.read().collect()]
@@ -520,12 +520,15 @@ def test_a_small_upsert_on_the_driver_in_another_session_zone_merges_stored_and_
 
 
 def test_spark_estimates_a_batch_only_where_its_plan_bounds_it(spark):
-    """The driver takes a batch by Spark's estimate of its size: known for cached rows and
-    files, unknown (too large) for rows from a Python list, none for rows a plan multiplies."""
+    """The driver takes a batch by Spark's estimate of its size, trusted only for rows held in
+    memory: none for rows from a Python list, rows a plan computes (a 1 MB string counts 20
+    bytes) or multiplies, or files (their compressed bytes)."""
     cached = spark.range(1000).cache()
     cached.count()
     assert 0 < estimated_bytes(cached) < 1 << 20
-    assert estimated_bytes(spark.createDataFrame([(1,)], "a long")) > 1 << 40
+    assert 0 < estimated_bytes(cached.where("id > 5").select("id")) < 1 << 20
+    assert estimated_bytes(spark.createDataFrame([(1,)], "a long")) is None
+    assert estimated_bytes(spark.range(420).selectExpr("repeat(uuid(), 30000) as payload")) is None
     assert estimated_bytes(cached.select(F.explode(F.array("id", "id")))) is None
     assert estimated_bytes(cached.mapInArrow(lambda batches: batches, "id long")) is None
 

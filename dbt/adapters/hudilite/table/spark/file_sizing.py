@@ -31,7 +31,7 @@ class FileSizing:
     # (`upsert.small_write_task`); 0: always the shuffle to rewrite tasks. Kept modest for
     # small executors.
     small_write_bytes: int = 32 * MB
-    # A write whose rows Spark estimates at most this many bytes brings them to the driver and
+    # A write whose rows Spark sizes (held in memory) at most this many bytes brings them to the driver and
     # tags them there (one Spark job, no Python worker); an upsert whose touched file groups and
     # new rows come to at most this many is also written there, without a Spark job. A Spark
     # job's fixed cost is that of rewriting about 16 MB on the driver. 0: never on the driver.
