@@ -147,10 +147,12 @@ def estimated_bytes(df) -> Optional[int]:
     if is_connect(df.sparkSession) or not hasattr(df, "toArrow"):
         return None
     try:
-        plan = df._jdf.queryExecution().optimizedPlan()
-        if any(name not in TRUSTED_NODES for name in _node_names(plan)):
+        execution = df._jdf.queryExecution()
+        # Judged on the analyzed plan with its cached parts (no optimizer run): a batch that
+        # stays on Spark's tasks is optimized once, by its job.
+        if any(name not in TRUSTED_NODES for name in _node_names(execution.withCachedData())):
             return None
-        return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt, which Py4J may hand over as an int
+        return int(str(execution.optimizedPlan().stats().sizeInBytes()))  # a Scala BigInt, maybe a Python int
     except Exception:  # noqa: BLE001 - no estimate: the work stays on Spark's tasks
         return None
 
